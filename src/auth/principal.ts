@@ -1,0 +1,44 @@
+/** The authenticated caller, derived from a verified access token. */
+export interface Principal {
+  /** Recorded as `creator`: `preferred_username`, else `sub`. */
+  user: string;
+  /** Every identifier the user goes by: sub, preferred_username, upn, email. */
+  identities: string[];
+  roles: string[];
+  /** OIDC session (`sid` claim) or token id, for counting sessions. */
+  session: string;
+  /** Token expiry, seconds since the epoch. */
+  expires: number;
+  claims: Record<string, unknown>;
+}
+
+/** Reads a dotted claim path (`realm_access.roles`); arrays or space-separated strings. */
+export function rolesFromClaims(claims: Record<string, unknown>, claimPath: string): string[] {
+  let node: unknown = claims;
+  for (const key of claimPath.split('.')) {
+    if (typeof node !== 'object' || node === null || Array.isArray(node)) return [];
+    node = (node as Record<string, unknown>)[key];
+  }
+  if (Array.isArray(node)) return node.filter((r): r is string => typeof r === 'string');
+  if (typeof node === 'string') return node.split(/[\s,]+/).filter(Boolean);
+  return [];
+}
+
+export function principalFromClaims(claims: Record<string, unknown>, rolesClaim: string): Principal {
+  const str = (k: string) => (typeof claims[k] === 'string' && claims[k] !== '' ? (claims[k] as string) : undefined);
+  const sub = str('sub');
+  const identities = [...new Set([sub, str('preferred_username'), str('upn'), str('email')].filter((v): v is string => !!v))];
+  return {
+    user: str('preferred_username') ?? sub ?? 'unknown',
+    identities,
+    roles: rolesFromClaims(claims, rolesClaim),
+    session: str('sid') ?? str('jti') ?? `${sub}:${String(claims.iat)}`,
+    expires: typeof claims.exp === 'number' ? claims.exp : 0,
+    claims,
+  };
+}
+
+/** An object is the caller's own when its creator or owner is one of the caller's identities. */
+export function isOwn(p: Principal, obj: { creator?: string | null; owner?: string | null }): boolean {
+  return (!!obj.creator && p.identities.includes(obj.creator)) || (!!obj.owner && p.identities.includes(obj.owner));
+}

@@ -1,0 +1,84 @@
+import * as oidc from 'openid-client';
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { AppError, unauthorized } from '../errors/app-error.js';
+import type { Logger } from '../logging/logger.js';
+import { principalFromClaims, type Principal } from './principal.js';
+
+export interface VerifierOptions {
+  issuer: string;
+  audience?: string;
+  rolesClaim: string;
+  clockToleranceSec: number;
+  clientId?: string;
+}
+
+/**
+ * Verifies bearer JWTs: signature against the issuer's JWKS, `iss`, `exp`/`nbf`
+ * with a small clock tolerance, and `aud` when configured. The JWKS comes from
+ * OIDC discovery (lazily, so an identity provider that starts after us is fine),
+ * or directly from the built-in development issuer.
+ */
+export class TokenVerifier {
+  private keys: Promise<JWTVerifyGetKey> | undefined;
+
+  constructor(
+    private readonly opts: VerifierOptions,
+    private readonly log: Logger,
+    localKeys?: JWTVerifyGetKey,
+  ) {
+    if (localKeys) this.keys = Promise.resolve(localKeys);
+    const url = new URL(opts.issuer);
+    if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) && !localKeys) {
+      log.warn({ issuer: opts.issuer }, 'OIDC issuer uses plain http on a non-loopback host; tokens and keys travel unencrypted');
+    }
+  }
+
+  get issuer(): string {
+    return this.opts.issuer;
+  }
+
+  private discover(): Promise<JWTVerifyGetKey> {
+    this.keys ??= (async () => {
+      const config = await oidc.discovery(new URL(this.opts.issuer), this.opts.clientId ?? 'workflow-runtime', undefined, undefined, {
+        execute: new URL(this.opts.issuer).protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
+      });
+      const jwksUri = config.serverMetadata().jwks_uri;
+      if (!jwksUri) throw new Error(`issuer ${this.opts.issuer} publishes no jwks_uri`);
+      return createRemoteJWKSet(new URL(jwksUri));
+    })().catch((err: unknown) => {
+      this.keys = undefined; // try again on the next request
+      throw err;
+    });
+    return this.keys;
+  }
+
+  async verify(token: string): Promise<Principal> {
+    let keys: JWTVerifyGetKey;
+    try {
+      keys = await this.discover();
+    } catch (err) {
+      this.log.error({ err, issuer: this.opts.issuer }, 'OIDC discovery failed');
+      throw new AppError(503, 'AUTH_UNAVAILABLE', 'the identity provider cannot be reached; try again later');
+    }
+    try {
+      const { payload } = await jwtVerify(token, keys, {
+        issuer: this.opts.issuer,
+        audience: this.opts.audience,
+        clockTolerance: this.opts.clockToleranceSec,
+      });
+      if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthorized('token has no subject');
+      return principalFromClaims(payload as Record<string, unknown>, this.opts.rolesClaim);
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      if (err instanceof joseErrors.JWTExpired) throw unauthorized('token expired');
+      if (err instanceof joseErrors.JWTClaimValidationFailed) throw unauthorized(`token claim "${err.claim}" is invalid`);
+      if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw unauthorized('token signature is invalid');
+      if (err instanceof joseErrors.JWKSNoMatchingKey) throw unauthorized('token is signed by an unknown key');
+      if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) {
+        throw new AppError(503, 'AUTH_UNAVAILABLE', 'the identity provider keys cannot be fetched; try again later');
+      }
+      if (err instanceof joseErrors.JOSEError) throw unauthorized('token is malformed or uses an unsupported algorithm');
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,118 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream, type ReadStream } from 'node:fs';
+import { mkdir, rename, rm, stat, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { payloadTooLarge } from '../errors/app-error.js';
+
+export interface BlobInfo {
+  sha256: string;
+  size: number;
+}
+
+const SHA256 = /^[0-9a-f]{64}$/;
+
+/**
+ * Content-addressed store under `<root>`: blobs live at `ab/cd/<sha256>`.
+ * Writes stream through a hash into a temporary file that is renamed into place
+ * once complete, so a crash never leaves a partial blob under its final name and
+ * identical content is stored once. Nothing is held in memory.
+ */
+export class BlobStore {
+  private readonly tmpDir: string;
+
+  constructor(readonly root: string) {
+    this.tmpDir = path.join(root, 'tmp');
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.tmpDir, { recursive: true });
+  }
+
+  pathOf(sha256: string): string {
+    if (!SHA256.test(sha256)) throw new Error(`not a sha256: ${sha256}`);
+    return path.join(this.root, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+  }
+
+  /** Streams `source` into the store; rejects with 413 past `maxBytes` (0 = unlimited). */
+  async put(source: Readable, maxBytes = 0): Promise<BlobInfo> {
+    const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        if (maxBytes > 0 && size > maxBytes) {
+          done(payloadTooLarge(`content is larger than the limit of ${maxBytes} bytes`));
+          return;
+        }
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx' }));
+      const sha256 = hash.digest('hex');
+      const final = this.pathOf(sha256);
+      await mkdir(path.dirname(final), { recursive: true });
+      // rename is atomic; an existing blob with this hash already holds the same bytes
+      await rename(tmp, final);
+      return { sha256, size };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    try {
+      await stat(this.pathOf(sha256));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Opens a blob for reading, or undefined when it is not stored. */
+  async open(sha256: string, range?: { start: number; end: number }): Promise<ReadStream | undefined> {
+    const file = this.pathOf(sha256);
+    try {
+      await stat(file);
+    } catch {
+      return undefined;
+    }
+    return createReadStream(file, range ? { start: range.start, end: range.end, highWaterMark: 256 * 1024 } : { highWaterMark: 256 * 1024 });
+  }
+
+  async remove(sha256: string): Promise<void> {
+    await rm(this.pathOf(sha256), { force: true });
+  }
+
+  /**
+   * Deletes blobs that `isReferenced` says nobody uses and that are older than
+   * `graceMs` (a blob written just now may belong to a row not yet committed).
+   */
+  async collectGarbage(isReferenced: (sha256s: string[]) => Promise<Set<string>>, graceMs = 3_600_000): Promise<number> {
+    let removed = 0;
+    const cutoff = Date.now() - graceMs;
+    for (const a of await readdir(this.root).catch(() => [] as string[])) {
+      if (!/^[0-9a-f]{2}$/.test(a)) continue;
+      for (const b of await readdir(path.join(this.root, a)).catch(() => [] as string[])) {
+        const dir = path.join(this.root, a, b);
+        const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => SHA256.test(n));
+        if (names.length === 0) continue;
+        const used = await isReferenced(names);
+        for (const name of names) {
+          if (used.has(name)) continue;
+          const info = await stat(path.join(dir, name)).catch(() => undefined);
+          if (info && info.mtimeMs < cutoff) {
+            await rm(path.join(dir, name), { force: true });
+            removed += 1;
+          }
+        }
+      }
+    }
+    return removed;
+  }
+}

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+
+/** Rights a role may hold in an area. */
+export const ACTIONS = ['read', 'write', 'delete', 'act', 'impersonate'] as const;
+export type Action = (typeof ACTIONS)[number];
+
+export const AREAS = [
+  'documents', 'tasks', 'lists', 'panels', 'configuration', 'messages', 'sessions',
+  'jobs', 'printers', 'flows', 'statistics',
+] as const;
+export type Area = (typeof AREAS)[number];
+
+const grantSchema = z.strictObject({
+  /** Which objects the role sees: its own, or everybody's. */
+  scope: z.enum(['own', 'all']),
+  actions: z.array(z.enum(ACTIONS)),
+});
+export type Grant = z.infer<typeof grantSchema>;
+
+const roleSchema = z.strictObject({
+  description: z.string().optional(),
+  areas: z.partialRecord(z.enum(AREAS), grantSchema),
+});
+export type RoleConfig = z.infer<typeof roleSchema>;
+
+const serviceSchema = z.strictObject({
+  type: z.string().min(1),
+  title: z.string().optional(),
+  description: z.string().optional(),
+  enabled: z.boolean().default(true),
+  /** Connector-specific options, validated by the connector type. */
+  options: z.record(z.string(), z.unknown()).default({}),
+});
+export type ServiceConfig = z.infer<typeof serviceSchema>;
+
+const sidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'service ids are 1-63 letters, digits, "_" or "-"');
+
+export const configSchema = z.strictObject({
+  server: z.strictObject({
+    port: z.coerce.number().int().min(0).max(65535).default(8080),
+    host: z.string().min(1).default('127.0.0.1'),
+    /** Largest JSON request body. */
+    jsonLimit: z.string().regex(/^\d+(b|kb|mb)$/i).default('1mb'),
+    /** Largest content upload (bytes); 0 = unlimited. */
+    maxUploadBytes: z.coerce.number().int().min(0).default(0),
+    shutdownTimeoutMs: z.coerce.number().int().min(100).default(30_000),
+  }).prefault({}),
+  role: z.enum(['all', 'api', 'worker']).default('all'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  dataDir: z.string().min(1).default('./data'),
+  database: z.strictObject({
+    url: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+    /** Schema to use (tests isolate themselves with their own). */
+    schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/).default('public'),
+    poolSize: z.coerce.number().int().min(1).max(200).default(10),
+  }).prefault({}),
+  redis: z.strictObject({
+    url: z.url({ protocol: /^rediss?$/ }).default('redis://127.0.0.1:6379'),
+    /** BullMQ key prefix; tests isolate themselves with their own. */
+    prefix: z.string().regex(/^[a-zA-Z0-9_.-]+$/).default('wcr'),
+  }).prefault({}),
+  auth: z.strictObject({
+    issuer: z.url().optional(),
+    audience: z.string().optional(),
+    rolesClaim: z.string().regex(/^[^.]+(\.[^.]+)*$/, 'a dotted claim path').default('roles'),
+    clientId: z.string().optional(),
+    scopes: z.array(z.string()).default(['openid', 'profile', 'email']),
+    clockToleranceSec: z.coerce.number().int().min(0).max(300).default(30),
+    /** Role given to a token that carries no known role. */
+    defaultRole: z.string().optional(),
+    roles: z.record(z.string(), roleSchema),
+  }),
+  queues: z.strictObject({
+    concurrency: z.coerce.number().int().min(1).max(64).default(4),
+    reconcileIntervalMs: z.coerce.number().int().min(1000).default(60_000),
+  }).prefault({}),
+  commands: z.strictObject({
+    /** Seconds an unread command status is kept. */
+    expirySec: z.coerce.number().int().min(1).default(3600),
+    importTimeoutMs: z.coerce.number().int().min(1000).default(600_000),
+    /** Allow `import` from loopback/private addresses (off in production). */
+    importAllowPrivate: z.boolean().default(false),
+  }).prefault({}),
+  previews: z.strictObject({
+    previewSize: z.coerce.number().int().min(16).max(4096).default(1024),
+    thumbSize: z.coerce.number().int().min(16).max(1024).default(128),
+  }).prefault({}),
+  services: z.record(sidSchema, serviceSchema),
+});
+
+export type AppConfig = z.infer<typeof configSchema>;

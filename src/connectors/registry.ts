@@ -1,0 +1,63 @@
+import type { AppConfig } from '../config/schema.js';
+import type { BlobStore } from '../blobs/blob-store.js';
+import type { Logger } from '../logging/logger.js';
+import { ConfigError } from '../config/load.js';
+import { notFound } from '../errors/app-error.js';
+import type { Connector, ConnectorType } from './connector.js';
+import { storeConnectorType } from './store/store-connector.js';
+import { filesystemConnectorType } from './filesystem/filesystem-connector.js';
+
+/** Every connector type, in one place. */
+export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType];
+
+/** The configured services (`{sid}` -> connector instance). */
+export class ConnectorRegistry {
+  private constructor(
+    private readonly services: Map<string, { connector: Connector; config: AppConfig['services'][string] }>,
+  ) {}
+
+  static async create(config: AppConfig, blobs: BlobStore, log: Logger, types = CONNECTOR_TYPES): Promise<ConnectorRegistry> {
+    const byType = new Map(types.map((t) => [t.type, t]));
+    const services = new Map<string, { connector: Connector; config: AppConfig['services'][string] }>();
+    for (const [sid, svc] of Object.entries(config.services)) {
+      if (!svc.enabled) continue;
+      const type = byType.get(svc.type);
+      if (!type) throw new ConfigError(`services.${sid}.type: unknown connector type "${svc.type}" (known: ${[...byType.keys()].join(', ')})`);
+      try {
+        const connector = await type.create({ sid, config: svc, dataDir: config.dataDir, blobs, log: log.child({ sid }) });
+        services.set(sid, { connector, config: svc });
+      } catch (err) {
+        if (err instanceof ConfigError) throw err;
+        const issues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
+        const detail = issues ? issues.map((i) => `${i.path.map(String).join('.') || '(options)'}: ${i.message}`).join('; ') : (err as Error).message;
+        throw new ConfigError(`services.${sid}.options: ${detail}`);
+      }
+    }
+    return new ConnectorRegistry(services);
+  }
+
+  list(): { sid: string; connector: Connector; config: AppConfig['services'][string] }[] {
+    return [...this.services.entries()].map(([sid, v]) => ({ sid, ...v }));
+  }
+
+  /** The service, or 404. */
+  get(sid: string): Connector {
+    const svc = this.services.get(sid);
+    if (!svc) throw notFound('SERVICE_NOT_FOUND', `no service "${sid}"`, { sid });
+    return svc.connector;
+  }
+
+  config(sid: string): AppConfig['services'][string] {
+    const svc = this.services.get(sid);
+    if (!svc) throw notFound('SERVICE_NOT_FOUND', `no service "${sid}"`, { sid });
+    return svc.config;
+  }
+
+  async start(): Promise<void> {
+    for (const { connector } of this.services.values()) await connector.start?.();
+  }
+
+  async stop(): Promise<void> {
+    for (const { connector } of [...this.services.values()].reverse()) await connector.stop?.().catch(() => {});
+  }
+}

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import type { Connector, ConnectorType, RepositoryBackend } from '../connector.js';
+import type { BlobStore } from '../../blobs/blob-store.js';
+import { COMMAND_NAMES } from '../connector.js';
+
+const optionsSchema = z.strictObject({});
+
+/**
+ * The built-in repository: records in PostgreSQL, bytes in the content-addressed
+ * blob store. Copies share blobs (same hash), so copying a document is a row
+ * insert; unreferenced blobs are collected by housekeeping.
+ */
+export function storeBackend(blobs: BlobStore): RepositoryBackend {
+  return {
+    create: async () => ({}),
+    rename: async () => ({}),
+    move: async () => ({}),
+    copy: async () => ({}),
+    remove: async () => {},
+    writeContent: (_entry, source, maxBytes) => blobs.put(source, maxBytes),
+    openContent: async (entry, range) => (entry.sha256 ? blobs.open(entry.sha256, range) : undefined),
+    contentPath: async (entry) => (entry.sha256 ? blobs.pathOf(entry.sha256) : undefined),
+    deleteContent: async () => {},
+  };
+}
+
+export const storeConnectorType: ConnectorType = {
+  type: 'store',
+  description: 'Built-in document repository (database records, content-addressed blobs)',
+  create(ctx): Connector {
+    optionsSchema.parse(ctx.config.options);
+    return {
+      sid: ctx.sid,
+      type: 'store',
+      capabilities: { repository: { commands: COMMAND_NAMES, contentDelete: true, contentWrite: true } },
+      repository: storeBackend(ctx.blobs),
+    };
+  },
+};

@@ -1,0 +1,208 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { Readable, Transform } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { AppError } from '../../errors/app-error.js';
+import type { Logger } from '../../logging/logger.js';
+import type { Database } from '../../storage/driver/database.js';
+import type { BlobStore } from '../../blobs/blob-store.js';
+import { makePreview, type PreviewSizes } from '../../previews/preview-maker.js';
+import type { EntryRow } from '../repository/entry.js';
+import * as entries from '../repository/entry-store.js';
+import { rewritePaths, type RepositoryService } from '../repository/repository-service.js';
+import type { CommandParams } from './command-params.js';
+import * as commands from './command-store.js';
+
+export interface RunnerDeps {
+  db: Database;
+  repo: RepositoryService;
+  blobs: BlobStore;
+  log: Logger;
+  expirySec: number;
+  import: { timeoutMs: number; allowPrivate: boolean; maxBytes: number };
+  previews: PreviewSizes;
+}
+
+const hrefOf = (e: EntryRow) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
+
+function isPrivateAddress(ip: string): boolean {
+  if (ip.startsWith('::ffff:')) return isPrivateAddress(ip.slice(7));
+  if (isIP(ip) === 4) {
+    const [a, b] = ip.split('.').map(Number) as [number, number];
+    return a === 10 || a === 127 || a === 0 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+  }
+  const low = ip.toLowerCase();
+  return low === '::1' || low === '::' || low.startsWith('fc') || low.startsWith('fd') || low.startsWith('fe80');
+}
+
+/**
+ * Runs one repository command in a worker. Every step is idempotent (entries a
+ * command creates get ids derived from the command id), so a command re-run
+ * after a crash or a lost queue finishes without duplicates.
+ */
+export class CommandRunner {
+  constructor(private readonly d: RunnerDeps) {}
+
+  async run(cid: string): Promise<void> {
+    const cmd = await commands.getCommand(this.d.db, cid);
+    if (!cmd) return; // delivered and deleted already
+    const started = await this.d.db.transaction((tx) => commands.transition(tx, cid, 'running'));
+    if (!started) return; // final already: a duplicate job
+    try {
+      const result = await this.execute(cmd);
+      await this.d.db.transaction((tx) => commands.transition(tx, cid, 'success', { result, expirySec: this.d.expirySec }));
+    } catch (err) {
+      const error = err instanceof AppError
+        ? { code: err.code, message: err.message }
+        : { code: 'COMMAND_FAILED', message: (err as Error).message };
+      if (!(err instanceof AppError)) this.d.log.error({ err, cid }, 'command failed');
+      await this.d.db.transaction((tx) => commands.transition(tx, cid, 'failure', { error, expirySec: this.d.expirySec }));
+    }
+  }
+
+  private progress(cid: string) {
+    let last = 0;
+    return async (done: number, total: number | null, force = false) => {
+      if (!force && Date.now() - last < 250) return;
+      last = Date.now();
+      await commands.setProgress(this.d.db, cid, done, total);
+    };
+  }
+
+  private async entry(sid: string, uuid: string): Promise<EntryRow> {
+    const e = await entries.getEntry(this.d.db, sid, uuid);
+    if (!e) throw new AppError(404, 'ENTRY_NOT_FOUND', `entry ${uuid} no longer exists`);
+    return e;
+  }
+
+  private async execute(cmd: commands.CommandRow): Promise<Record<string, unknown>> {
+    const { backend } = this.d.repo.backend(cmd.sid);
+    const report = this.progress(cmd.cid);
+    switch (cmd.command) {
+      case 'copy': {
+        const p = cmd.parameters as CommandParams<'copy'>;
+        const source = await this.entry(cmd.sid, p.source);
+        const target = await this.entry(cmd.sid, p.target);
+        const tree = await entries.subtree(this.d.db, cmd.sid, source.uuid);
+        const ids = new Map<string, string>([[source.parent!, target.uuid]]);
+        let done = 0;
+        for (const e of tree) {
+          const uuid = entries.derivedUuid(`${cmd.cid}:${e.uuid}`);
+          ids.set(e.uuid, uuid);
+          const parent = await this.entry(cmd.sid, ids.get(e.parent!)!);
+          const name = e.uuid === source.uuid ? (p.name ?? e.name) : e.name;
+          if (!(await entries.getEntry(this.d.db, cmd.sid, uuid))) {
+            const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [cmd.sid, parent.uuid, name]);
+            if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+            const made = e.type === 'collection'
+              ? await backend.create({ ...e, uuid, name }, parent)
+              : await backend.copy(e, parent, name);
+            await entries.insertEntry(this.d.db, {
+              uuid, sid: cmd.sid, parent: parent.uuid, name, type: e.type, metadata: e.metadata,
+              creator: cmd.creator, owner: e.owner, path: made.path ?? null,
+              content: e.content_version ? { size: e.size ?? 0, mimeType: e.mime_type ?? 'application/octet-stream', sha256: e.sha256, version: e.content_version } : null,
+            });
+            const copy = await this.entry(cmd.sid, uuid);
+            await this.d.repo.requestPreview(copy).catch(() => undefined);
+          }
+          await report(++done, tree.length);
+        }
+        await report(done, tree.length, true);
+        const copy = await this.entry(cmd.sid, ids.get(source.uuid)!);
+        return { uuid: copy.uuid, href: hrefOf(copy), entries: tree.length };
+      }
+      case 'move': {
+        const p = cmd.parameters as CommandParams<'move'>;
+        const source = await this.entry(cmd.sid, p.source);
+        const target = await this.entry(cmd.sid, p.target);
+        if (source.parent !== target.uuid || (p.name && p.name !== source.name)) {
+          const name = p.name ?? source.name;
+          const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3 AND uuid <> $4', [cmd.sid, target.uuid, name, source.uuid]);
+          if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+          await this.d.db.transaction(async (tx) => {
+            const renamed = name !== source.name ? { ...source, name, path: (await backend.rename(source, name)).path ?? source.path } : source;
+            if (renamed.path !== source.path && source.path) await rewritePaths(tx, cmd.sid, source.path, renamed.path!);
+            const moved = await backend.move(renamed, target);
+            if (moved.path !== undefined && renamed.path) await rewritePaths(tx, cmd.sid, renamed.path, moved.path);
+            await tx.query('UPDATE entries SET parent = $3, name = $4, path = COALESCE($5, path), modified = now() WHERE sid = $1 AND uuid = $2',
+              [cmd.sid, source.uuid, target.uuid, name, moved.path ?? null]);
+          });
+        }
+        await report(1, 1, true);
+        const moved = await this.entry(cmd.sid, source.uuid);
+        return { uuid: moved.uuid, href: hrefOf(moved) };
+      }
+      case 'delete': {
+        const p = cmd.parameters as CommandParams<'delete'>;
+        const source = await entries.getEntry(this.d.db, cmd.sid, p.source);
+        if (!source) return { deleted: 0 };
+        if (!p.force) {
+          const tasks = await this.d.repo.activeTasks(cmd.sid, source);
+          if (tasks.length > 0) throw new AppError(409, 'DOCUMENT_IN_USE', `the document is used by ${tasks.length} task(s) in status processing`);
+        }
+        const count = (await entries.subtree(this.d.db, cmd.sid, source.uuid)).length;
+        await backend.remove(source);
+        await entries.deleteEntry(this.d.db, cmd.sid, source.uuid);
+        await report(count, count, true);
+        return { deleted: count };
+      }
+      case 'import':
+        return this.importUrl(cmd, report);
+      case 'preview': {
+        const p = cmd.parameters as CommandParams<'preview'>;
+        const source = await this.entry(cmd.sid, p.source);
+        const outcome = await makePreview({ db: this.d.db, blobs: this.d.blobs, log: this.d.log, sizes: this.d.previews }, backend, source);
+        if (outcome === 'unsupported') throw new AppError(409, 'PREVIEW_UNSUPPORTED', `no preview can be made for ${source.mime_type ?? 'this content'}`);
+        if (outcome === 'stale') throw new AppError(409, 'NO_CONTENT', 'the document has no content to preview');
+        return { uuid: source.uuid, href: `${hrefOf(source)}/preview` };
+      }
+      default:
+        throw new AppError(400, 'UNKNOWN_COMMAND', `unknown command ${cmd.command}`);
+    }
+  }
+
+  private async importUrl(cmd: commands.CommandRow, report: (done: number, total: number | null, force?: boolean) => Promise<void>): Promise<Record<string, unknown>> {
+    const p = cmd.parameters as CommandParams<'import'>;
+    const { backend } = this.d.repo.backend(cmd.sid);
+    const url = new URL(p.url);
+    if (!this.d.import.allowPrivate) {
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const addrs = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+      if (addrs.some(isPrivateAddress)) throw new AppError(403, 'IMPORT_FORBIDDEN', `importing from ${url.hostname} (a private or loopback address) is not allowed`);
+    }
+    const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(this.d.import.timeoutMs) })
+      .catch((err: Error) => { throw new AppError(502, 'IMPORT_FETCH_FAILED', `cannot fetch ${url.href}: ${err.message}`); });
+    if (!res.ok || !res.body) throw new AppError(502, 'IMPORT_FETCH_FAILED', `fetching ${url.href} answered ${res.status}`);
+    const target = p.target ? await this.entry(cmd.sid, p.target) : await this.d.repo.root(cmd.sid);
+    const name = p.name ?? (decodeURIComponent(url.pathname.split('/').filter(Boolean).pop() ?? '') || 'import');
+    const mimeType = p.mimeType ?? res.headers.get('content-type')?.split(';')[0]?.trim() ?? 'application/octet-stream';
+    const uuid = entries.derivedUuid(`${cmd.cid}:import`);
+    let entry = await entries.getEntry(this.d.db, cmd.sid, uuid);
+    if (!entry) {
+      const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [cmd.sid, target.uuid, name]);
+      if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+      const draft: EntryRow = {
+        uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: url.href }, creator: cmd.creator, owner: null,
+        created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null, content_version: null, path: null,
+        preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
+      };
+      const made = await backend.create(draft, target);
+      await entries.insertEntry(this.d.db, { ...draft, path: made.path ?? null });
+      entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;
+    }
+    const total = Number(res.headers.get('content-length')) || null;
+    let done = 0;
+    const meter = new Transform({
+      transform: (chunk: Buffer, _e, cb) => {
+        done += chunk.length;
+        report(done, total).then(() => cb(null, chunk), cb);
+      },
+    });
+    const body = Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>).pipe(meter);
+    const written = await backend.writeContent(entry, body, this.d.import.maxBytes);
+    const updated = await entries.setContent(this.d.db, cmd.sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
+    await report(written.size, written.size, true);
+    await this.d.repo.requestPreview(updated).catch(() => undefined);
+    return { uuid, href: hrefOf(updated), size: written.size, sha256: written.sha256 };
+  }
+}

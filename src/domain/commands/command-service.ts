@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import type { Permissions } from '../../auth/permissions.js';
+import { isOwn, type Principal } from '../../auth/principal.js';
+import type { CommandName } from '../../connectors/connector.js';
+import { conflict, notFound } from '../../errors/app-error.js';
+import type { JobQueue } from '../../queue/job-queue.js';
+import type { Database } from '../../storage/driver/database.js';
+import type { RepositoryService } from '../repository/repository-service.js';
+import { isAncestorOrSelf } from '../repository/entry-store.js';
+import { parseParams } from './command-params.js';
+import { isFinal } from './command-states.js';
+import * as commands from './command-store.js';
+
+export interface CommandStatus {
+  cid: string;
+  command: string;
+  state: string;
+  progress: { done: number; total: number | null };
+  result: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  created: string;
+  updated: string;
+  expires: string;
+}
+
+export function presentCommand(c: commands.CommandRow): CommandStatus {
+  return {
+    cid: c.cid, command: c.command, state: c.state,
+    progress: { done: c.progress_done, total: c.progress_total },
+    result: c.result, error: c.error,
+    created: c.created.toISOString(), updated: c.updated.toISOString(), expires: c.expires.toISOString(),
+  };
+}
+
+/**
+ * Launching and reading repository commands. Launch checks what can be checked
+ * now (rights, existence, the document-in-use rule), stores the command and
+ * enqueues it; a worker runs it (command-runner.ts).
+ */
+export class CommandService {
+  constructor(
+    private readonly db: Database,
+    private readonly repo: RepositoryService,
+    private readonly permissions: Permissions,
+    private readonly queue: JobQueue,
+    private readonly expirySec: number,
+  ) {}
+
+  /** 404 unless the service has a repository that runs commands (and `command`, when named). */
+  private supports(sid: string, command?: CommandName): void {
+    const { connector } = this.repo.backend(sid);
+    const cmds = connector.capabilities.repository?.commands ?? [];
+    if (cmds.length === 0) throw notFound('NO_COMMANDS', `service "${sid}" does not run repository commands`, { sid });
+    if (command && !cmds.includes(command)) throw notFound('COMMAND_UNSUPPORTED', `service "${sid}" does not run the ${command} command`, { sid, command });
+  }
+
+  async launch(p: Principal, sid: string, command: CommandName, raw: unknown): Promise<{ cid: string }> {
+    this.supports(sid, command);
+    const params = parseParams(command, raw);
+    switch (command) {
+      case 'copy':
+      case 'move': {
+        const { source, target, force } = params as { source: string; target: string; force?: boolean };
+        const entry = await this.repo.get(p, sid, source, command === 'move' ? 'write' : 'read');
+        const dest = await this.repo.get(p, sid, target, 'write');
+        if (dest.type !== 'collection') throw conflict('TARGET_NOT_COLLECTION', `target ${target} is not a collection`);
+        if (entry.parent === null) throw conflict('ROOT_READONLY', 'the root collection cannot be copied or moved');
+        if (entry.type === 'collection' && (await isAncestorOrSelf(this.db, sid, entry.uuid, dest.uuid))) {
+          throw conflict('TARGET_INSIDE_SOURCE', 'a collection cannot be copied or moved into itself');
+        }
+        if (command === 'move' && !force) await this.repo.refuseIfInUse(sid, entry, 'cannot move');
+        break;
+      }
+      case 'delete': {
+        const { source, force } = params as { source: string; force: boolean };
+        const entry = await this.repo.get(p, sid, source, 'delete');
+        if (entry.parent === null) throw conflict('ROOT_READONLY', 'the root collection cannot be deleted');
+        if (!force) await this.repo.refuseIfInUse(sid, entry, 'cannot delete');
+        break;
+      }
+      case 'import': {
+        const { target } = params as { target?: string };
+        const dest = target ? await this.repo.get(p, sid, target, 'write') : await this.repo.root(sid);
+        if (!target) this.permissions.require(p, 'documents', 'write');
+        if (dest.type !== 'collection') throw conflict('TARGET_NOT_COLLECTION', `target ${dest.uuid} is not a collection`);
+        break;
+      }
+      case 'preview': {
+        const entry = await this.repo.get(p, sid, (params as { source: string }).source, 'read');
+        if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have previews');
+        break;
+      }
+    }
+    const cid = randomUUID();
+    await commands.insertCommand(this.db, { cid, sid, command, parameters: params as Record<string, unknown>, creator: p.user }, this.expirySec);
+    // If Redis is down now, the row is there and the reconciler enqueues it later.
+    await this.queue.enqueue('command.run', { cid, sid }).catch(() => undefined);
+    return { cid };
+  }
+
+  /** The status; a final one is returned once and the command is deleted. */
+  async status(p: Principal, sid: string, cid: string): Promise<CommandStatus> {
+    this.supports(sid);
+    return this.db.transaction(async (tx) => {
+      const row = await commands.getCommand(tx, cid, true);
+      if (!row || row.sid !== sid) throw notFound('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
+      if (row.expires.getTime() < Date.now() && isFinal(row.state)) {
+        await commands.deleteCommand(tx, cid);
+        throw notFound('COMMAND_NOT_FOUND', `command ${cid} has expired`, { cid });
+      }
+      const scope = this.permissions.require(p, 'documents', 'read');
+      if (scope === 'own' && !isOwn(p, { creator: row.creator })) {
+        throw notFound('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
+      }
+      if (isFinal(row.state)) await commands.deleteCommand(tx, cid);
+      return presentCommand(row);
+    });
+  }
+}

@@ -1,0 +1,78 @@
+import type { Sql } from '../../storage/driver/database.js';
+import { canMove, type CommandState } from './command-states.js';
+
+export interface CommandRow {
+  cid: string;
+  sid: string;
+  command: string;
+  parameters: Record<string, unknown>;
+  state: CommandState;
+  progress_done: number;
+  progress_total: number | null;
+  result: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  creator: string | null;
+  created: Date;
+  updated: Date;
+  expires: Date;
+  attempts: number;
+}
+
+const COLS = 'cid, sid, command, parameters, state, progress_done, progress_total, result, error, creator, created, updated, expires, attempts';
+
+export async function insertCommand(sql: Sql, c: Pick<CommandRow, 'cid' | 'sid' | 'command' | 'parameters' | 'creator'>, expirySec: number): Promise<CommandRow> {
+  const { rows } = await sql.query<CommandRow>(
+    `INSERT INTO commands (cid, sid, command, parameters, state, creator, expires)
+     VALUES ($1, $2, $3, $4, 'queued', $5, now() + make_interval(secs => $6)) RETURNING ${COLS}`,
+    [c.cid, c.sid, c.command, JSON.stringify(c.parameters), c.creator, expirySec],
+  );
+  return rows[0]!;
+}
+
+export async function getCommand(sql: Sql, cid: string, lock = false): Promise<CommandRow | undefined> {
+  const { rows } = await sql.query<CommandRow>(`SELECT ${COLS} FROM commands WHERE cid = $1${lock ? ' FOR UPDATE' : ''}`, [cid]);
+  return rows[0];
+}
+
+/**
+ * Moves a command to `to` when the state table allows it; returns false when
+ * it does not (e.g. it is final already: a duplicate job must not redo it).
+ */
+export async function transition(
+  sql: Sql, cid: string, to: CommandState,
+  fields: { result?: unknown; error?: unknown; expirySec?: number } = {},
+): Promise<boolean> {
+  const current = await getCommand(sql, cid, true);
+  if (!current || !canMove(current.state, to)) return false;
+  await sql.query(
+    `UPDATE commands SET state = $2, updated = now(),
+       attempts = attempts + CASE WHEN $2 = 'running' THEN 1 ELSE 0 END,
+       result = COALESCE($3, result), error = COALESCE($4, error),
+       expires = CASE WHEN $5::int IS NULL THEN expires ELSE now() + make_interval(secs => $5::int) END
+     WHERE cid = $1`,
+    [cid, to, fields.result === undefined ? null : JSON.stringify(fields.result),
+      fields.error === undefined ? null : JSON.stringify(fields.error), fields.expirySec ?? null],
+  );
+  return true;
+}
+
+export async function setProgress(sql: Sql, cid: string, done: number, total: number | null): Promise<void> {
+  await sql.query(`UPDATE commands SET progress_done = $2, progress_total = $3, updated = now() WHERE cid = $1 AND state = 'running'`, [cid, done, total]);
+}
+
+/** Commands the database says still have to run (the reconciler re-enqueues them). */
+export async function pendingCommands(sql: Sql, limit: number): Promise<{ cid: string; sid: string }[]> {
+  const { rows } = await sql.query<{ cid: string; sid: string }>(
+    `SELECT cid, sid FROM commands WHERE state IN ('queued', 'running') ORDER BY created LIMIT $1`, [limit]);
+  return rows;
+}
+
+export async function deleteCommand(sql: Sql, cid: string): Promise<void> {
+  await sql.query('DELETE FROM commands WHERE cid = $1', [cid]);
+}
+
+/** Drops final commands nobody read in time. Pending ones never expire: they still have work to do. */
+export async function deleteExpired(sql: Sql): Promise<number> {
+  const { rowCount } = await sql.query(`DELETE FROM commands WHERE expires < now() AND state IN ('success', 'failure')`);
+  return rowCount;
+}

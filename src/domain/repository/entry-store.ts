@@ -1,0 +1,227 @@
+import { createHash } from 'node:crypto';
+import type { Sql } from '../../storage/driver/database.js';
+import { toSql, type FieldMap, type ListQuery } from '../list-query.js';
+import type { EntryRow, TaskRef } from './entry.js';
+
+/** SQL for repository entries; every statement is parameterized. */
+
+export const ENTRY_FIELDS: FieldMap = {
+  columns: {
+    uuid: 'uuid', name: 'name', type: 'type', creator: 'creator', owner: 'owner', created: 'created',
+    modified: 'modified', size: 'size', mimeType: 'mime_type', sha256: 'sha256',
+  },
+  metadata: 'metadata',
+};
+
+const COLS = `uuid, sid, parent, name, type, metadata, creator, owner, created, modified, size, mime_type,
+  sha256, content_version, path, preview_sha256, thumb_sha256, preview_of, preview_error`;
+
+/** Deterministic id of a service's root collection, so concurrent first uses agree. */
+export function rootUuid(sid: string): string {
+  const h = createHash('sha256').update(`wcr-root:${sid}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Deterministic uuid derived from a seed (idempotent re-runs of commands). */
+export function derivedUuid(seed: string): string {
+  const h = createHash('sha256').update(seed).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export async function ensureRoot(sql: Sql, sid: string, path: string | null): Promise<EntryRow> {
+  const uuid = rootUuid(sid);
+  await sql.query(
+    `INSERT INTO entries (uuid, sid, parent, name, type, path) VALUES ($1, $2, NULL, '', 'collection', $3)
+     ON CONFLICT DO NOTHING`,
+    [uuid, sid, path],
+  );
+  return (await getEntry(sql, sid, uuid))!;
+}
+
+export async function getEntry(sql: Sql, sid: string, uuid: string, lock = false): Promise<EntryRow | undefined> {
+  const { rows } = await sql.query<EntryRow>(
+    `SELECT ${COLS} FROM entries WHERE sid = $1 AND uuid = $2${lock ? ' FOR UPDATE' : ''}`,
+    [sid, uuid],
+  );
+  return rows[0];
+}
+
+export interface ListScope {
+  /** Entries directly below this collection, or every entry of the service when undefined. */
+  parent?: string;
+  /** Only entries created or owned by one of these identities. */
+  ownedBy?: string[];
+}
+
+export async function listEntries(sql: Sql, sid: string, scope: ListScope, q: ListQuery): Promise<EntryRow[]> {
+  const params: unknown[] = [sid];
+  const where = ['sid = $1'];
+  if (scope.parent) {
+    params.push(scope.parent);
+    where.push(`parent = $${params.length}`);
+  } else {
+    where.push('parent IS NOT NULL');
+  }
+  if (scope.ownedBy) {
+    params.push(scope.ownedBy);
+    where.push(`(creator = ANY($${params.length}::text[]) OR owner = ANY($${params.length}::text[]))`);
+  }
+  const frag = toSql(q, ENTRY_FIELDS, params, 'name ASC, uuid ASC');
+  params.push(q.limit, q.offset);
+  const { rows } = await sql.query<EntryRow>(
+    `SELECT ${COLS} FROM entries WHERE ${[...where, ...frag.where].join(' AND ')}
+     ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`,
+    params,
+  );
+  return rows;
+}
+
+export interface NewEntry {
+  uuid: string;
+  sid: string;
+  parent: string;
+  name: string;
+  type: 'document' | 'collection';
+  metadata: Record<string, unknown>;
+  creator: string | null;
+  owner: string | null;
+  path?: string | null;
+  content?: { size: number; mimeType: string; sha256: string | null; version: string } | null;
+}
+
+/** Inserts; returns undefined when the uuid already exists (idempotent command re-runs). */
+export async function insertEntry(sql: Sql, e: NewEntry): Promise<EntryRow | undefined> {
+  const { rows } = await sql.query<EntryRow>(
+    `INSERT INTO entries (uuid, sid, parent, name, type, metadata, creator, owner, path, size, mime_type, sha256, content_version)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+     ON CONFLICT (uuid) DO NOTHING RETURNING ${COLS}`,
+    [e.uuid, e.sid, e.parent, e.name, e.type, JSON.stringify(e.metadata), e.creator, e.owner, e.path ?? null,
+      e.content?.size ?? null, e.content?.mimeType ?? null, e.content?.sha256 ?? null, e.content?.version ?? null],
+  );
+  return rows[0];
+}
+
+export async function updateRecord(
+  sql: Sql, sid: string, uuid: string,
+  rec: { name: string; metadata: Record<string, unknown>; owner: string | null; path?: string | null },
+): Promise<EntryRow> {
+  const { rows } = await sql.query<EntryRow>(
+    `UPDATE entries SET name = $3, metadata = $4, owner = $5, path = COALESCE($6, path), modified = now()
+     WHERE sid = $1 AND uuid = $2 RETURNING ${COLS}`,
+    [sid, uuid, rec.name, JSON.stringify(rec.metadata), rec.owner, rec.path ?? null],
+  );
+  return rows[0]!;
+}
+
+export async function moveRecord(sql: Sql, sid: string, uuid: string, parent: string, path: string | null): Promise<EntryRow> {
+  const { rows } = await sql.query<EntryRow>(
+    `UPDATE entries SET parent = $3, path = COALESCE($4, path), modified = now() WHERE sid = $1 AND uuid = $2 RETURNING ${COLS}`,
+    [sid, uuid, parent, path],
+  );
+  return rows[0]!;
+}
+
+export async function setContent(
+  sql: Sql, sid: string, uuid: string,
+  c: { size: number; mimeType: string; sha256: string | null; version: string } | null,
+): Promise<EntryRow> {
+  const { rows } = await sql.query<EntryRow>(
+    `UPDATE entries SET size = $3, mime_type = $4, sha256 = $5, content_version = $6, modified = now(),
+       preview_sha256 = NULL, thumb_sha256 = NULL, preview_of = NULL, preview_error = NULL
+     WHERE sid = $1 AND uuid = $2 RETURNING ${COLS}`,
+    [sid, uuid, c?.size ?? null, c?.mimeType ?? null, c?.sha256 ?? null, c?.version ?? null],
+  );
+  return rows[0]!;
+}
+
+/** Records a rendered preview, unless the content changed meanwhile. */
+export async function setPreview(
+  sql: Sql, sid: string, uuid: string, version: string,
+  p: { preview: string | null; thumb: string | null; error: string | null },
+): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE entries SET preview_sha256 = $4, thumb_sha256 = $5, preview_error = $6, preview_of = $3
+     WHERE sid = $1 AND uuid = $2 AND content_version = $3`,
+    [sid, uuid, version, p.preview, p.thumb, p.error],
+  );
+  return rowCount > 0;
+}
+
+export async function deleteEntry(sql: Sql, sid: string, uuid: string): Promise<void> {
+  await sql.query('DELETE FROM entries WHERE sid = $1 AND uuid = $2', [sid, uuid]);
+}
+
+/** The entry and all entries below it, collections before their children. */
+export async function subtree(sql: Sql, sid: string, uuid: string): Promise<EntryRow[]> {
+  const { rows } = await sql.query<EntryRow>(
+    `WITH RECURSIVE t AS (
+       SELECT ${COLS}, 0 AS depth FROM entries WHERE sid = $1 AND uuid = $2
+       UNION ALL
+       SELECT ${COLS.split(',').map((c) => `e.${c.trim()}`).join(', ')}, t.depth + 1 FROM entries e JOIN t ON e.parent = t.uuid
+     ) SELECT ${COLS} FROM t ORDER BY depth, name`,
+    [sid, uuid],
+  );
+  return rows;
+}
+
+/** Is `ancestor` the entry itself or above it? (moves into oneself are refused) */
+export async function isAncestorOrSelf(sql: Sql, sid: string, ancestor: string, uuid: string): Promise<boolean> {
+  const { rows } = await sql.query<{ hit: boolean }>(
+    `WITH RECURSIVE up AS (
+       SELECT uuid, parent FROM entries WHERE sid = $1 AND uuid = $2
+       UNION ALL
+       SELECT e.uuid, e.parent FROM entries e JOIN up ON e.uuid = up.parent
+     ) SELECT EXISTS (SELECT 1 FROM up WHERE uuid = $3) AS hit`,
+    [sid, uuid, ancestor],
+  );
+  return rows[0]?.hit ?? false;
+}
+
+/** Tasks in status processing whose input lists use any of these documents. */
+export async function activeTasksUsing(sql: Sql, uuids: string[]): Promise<TaskRef[]> {
+  if (uuids.length === 0) return [];
+  const { rows } = await sql.query<{ tid: string; sid: string; status: string }>(
+    `SELECT DISTINCT t.tid, t.sid, t.status FROM list_items i
+       JOIN lists l ON l.lid = i.lid AND l.kind = 'input'
+       JOIN tasks t ON t.tid = l.tid
+     WHERE i.doc_uuid = ANY($1::uuid[]) AND t.status = 'processing'
+     ORDER BY t.tid`,
+    [uuids],
+  );
+  return rows.map((r) => ({ ...r, href: `/v1/services/${encodeURIComponent(r.sid)}/tasks/${r.tid}` }));
+}
+
+/** Of these document ids, the ones not used by any task in status processing. */
+export async function inactiveOf(sql: Sql, uuids: string[]): Promise<string[]> {
+  if (uuids.length === 0) return [];
+  const { rows } = await sql.query<{ uuid: string }>(
+    `SELECT u.uuid FROM unnest($1::uuid[]) WITH ORDINALITY AS u(uuid, ord)
+     WHERE NOT EXISTS (
+       SELECT 1 FROM list_items i JOIN lists l ON l.lid = i.lid AND l.kind = 'input'
+         JOIN tasks t ON t.tid = l.tid
+       WHERE i.doc_uuid = u.uuid AND t.status = 'processing')
+     ORDER BY u.ord`,
+    [uuids],
+  );
+  return rows.map((r) => r.uuid);
+}
+
+/** Documents whose preview is missing for their current content (reconciler). */
+export async function pendingPreviews(sql: Sql, limit: number): Promise<{ sid: string; uuid: string; version: string }[]> {
+  const { rows } = await sql.query<{ sid: string; uuid: string; version: string }>(
+    `SELECT sid, uuid, content_version AS version FROM entries
+     WHERE content_version IS NOT NULL AND preview_of IS DISTINCT FROM content_version LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}
+
+/** Which of these blob hashes some entry still references (blob garbage collection). */
+export async function referencedBlobs(sql: Sql, hashes: string[]): Promise<Set<string>> {
+  const { rows } = await sql.query<{ h: string }>(
+    `SELECT h FROM unnest($1::text[]) AS h WHERE EXISTS (
+       SELECT 1 FROM entries WHERE sha256 = h OR preview_sha256 = h OR thumb_sha256 = h)`,
+    [hashes],
+  );
+  return new Set(rows.map((r) => r.h));
+}

@@ -1,0 +1,41 @@
+/** A repository entry as stored (one row of `entries`). */
+export interface EntryRow {
+  uuid: string;
+  sid: string;
+  parent: string | null;
+  name: string;
+  type: 'document' | 'collection';
+  metadata: Record<string, unknown>;
+  creator: string | null;
+  owner: string | null;
+  created: Date;
+  modified: Date;
+  size: number | null;
+  mime_type: string | null;
+  sha256: string | null;
+  content_version: string | null;
+  path: string | null;
+  preview_sha256: string | null;
+  thumb_sha256: string | null;
+  preview_of: string | null;
+  preview_error: string | null;
+}
+
+export const ENTRY_TYPES = ['document', 'collection'] as const;
+export type EntryType = (typeof ENTRY_TYPES)[number];
+
+/** The content of a document being written or read. */
+export interface ContentInfo {
+  size: number;
+  mimeType: string;
+  sha256: string | null;
+  version: string;
+}
+
+/** A task that uses a document, as listed in 409 bodies. */
+export interface TaskRef {
+  tid: string;
+  sid: string;
+  href: string;
+  status: string;
+}

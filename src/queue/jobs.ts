@@ -1,0 +1,63 @@
+import { z } from 'zod';
+
+/**
+ * Every background job the runtime knows: its queue, its validated payload and
+ * how its id derives from the entity and the transition. Because ids are
+ * derived, enqueueing the same work twice (API retry, reconciler) is a no-op
+ * while the first job is still queued or running.
+ */
+const uuid = z.uuid();
+const sid = z.string().min(1).max(63);
+
+export const JOBS = {
+  'command.run': {
+    queue: 'commands',
+    schema: z.strictObject({ cid: uuid, sid }),
+    id: (d: { cid: string }) => `command.${d.cid}.run`,
+  },
+  'preview.render': {
+    queue: 'previews',
+    schema: z.strictObject({ sid, uuid, version: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/) }),
+    id: (d: { uuid: string; version: string }) => `preview.${d.uuid}.${d.version}`,
+  },
+  'housekeeping.run': {
+    queue: 'housekeeping',
+    schema: z.strictObject({}),
+    id: () => 'housekeeping',
+  },
+} as const;
+
+export type JobName = keyof typeof JOBS;
+export type JobData<N extends JobName> = z.infer<(typeof JOBS)[N]['schema']>;
+export type QueueName = (typeof JOBS)[JobName]['queue'];
+export const QUEUE_NAMES = [...new Set(Object.values(JOBS).map((j) => j.queue))] as QueueName[];
+
+export function jobIdFor<N extends JobName>(name: N, data: JobData<N>): string {
+  return (JOBS[name].id as (d: JobData<N>) => string)(data);
+}
+
+/** Validates a payload on entry (enqueue) and on exit (worker); throws InvalidJobError. */
+export function parseJob<N extends JobName>(name: N, data: unknown): JobData<N> {
+  const res = JOBS[name].schema.safeParse(data);
+  if (!res.success) throw new InvalidJobError(`invalid ${name} payload: ${res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return res.data as JobData<N>;
+}
+
+export class InvalidJobError extends Error {
+  override readonly name = 'InvalidJobError';
+}
+
+/** Thrown by a handler when retrying cannot help; the job fails at once. */
+export class PermanentJobError extends Error {
+  override readonly name = 'PermanentJobError';
+}
+
+/** What a handler may do while it runs. */
+export interface JobContext {
+  readonly attempt: number;
+  readonly finalAttempt: boolean;
+  progress(value: number | Record<string, unknown>): Promise<void>;
+}
+
+export type JobHandler<N extends JobName> = (data: JobData<N>, ctx: JobContext) => Promise<void>;
+export type JobHandlers = { [N in JobName]?: JobHandler<N> };

@@ -1,0 +1,42 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite, types } from '@electric-sql/pglite';
+import type { Database, QueryResult, Sql } from './database.js';
+
+export interface PgliteOptions {
+  /** Directory of the database files; undefined = in memory. */
+  dir?: string;
+  schema: string;
+}
+
+/** Embedded PostgreSQL (WASM) in this process: single connection, same SQL. */
+export async function openPglite(opts: PgliteOptions): Promise<Database> {
+  if (opts.dir) mkdirSync(opts.dir, { recursive: true });
+  const db = new PGlite(opts.dir, { parsers: { [types.INT8]: (v: string) => Number(v) } });
+  await db.waitReady;
+  await db.exec(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"; SET search_path TO "${opts.schema}"`);
+  const wrap = (res: { rows: unknown[]; affectedRows?: number }): QueryResult<never> => ({
+    rows: res.rows as never[],
+    rowCount: res.affectedRows ?? res.rows.length,
+  });
+  return {
+    kind: 'pglite',
+    query: async (text, params) => wrap(await db.query(text, params as unknown[] | undefined)),
+    exec: async (text) => {
+      await db.exec(text);
+    },
+    transaction: (fn) =>
+      db.transaction(async (tx) => {
+        const sql: Sql = {
+          query: async (text, params) => wrap(await tx.query(text, params as unknown[] | undefined)),
+          exec: async (text) => {
+            await tx.exec(text);
+          },
+        };
+        return fn(sql);
+      }),
+    async ping() {
+      await db.query('SELECT 1');
+    },
+    close: () => db.close(),
+  };
+}

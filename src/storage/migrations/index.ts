@@ -1,0 +1,11 @@
+import { m001Init } from './001-init.js';
+
+/** A forward-only schema change; `id`s are applied in order, each once. */
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+/** Every migration, in order. Never edit one that has shipped: add a new one. */
+export const MIGRATIONS: readonly Migration[] = [m001Init];
