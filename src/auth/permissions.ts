@@ -18,6 +18,13 @@ export class Permissions {
     return known;
   }
 
+  /** 403 unless the caller holds at least one configured role. */
+  requireAnyRole(p: Principal): void {
+    if (this.rolesOf(p).length === 0) {
+      throw forbidden('NO_ROLE', `none of your roles (${p.roles.join(', ') || 'none'}) is known to this service`);
+    }
+  }
+
   /** The scope the caller has for `action` in `area`, or undefined when not allowed. */
   scope(p: Principal, area: Area, action: Action): Scope | undefined {
     let scope: Scope | undefined;

@@ -65,6 +65,8 @@ export const configSchema = z.strictObject({
     rolesClaim: z.string().regex(/^[^.]+(\.[^.]+)*$/, 'a dotted claim path').default('roles'),
     clientId: z.string().optional(),
     scopes: z.array(z.string()).default(['openid', 'profile', 'email']),
+    /** Public URL of the development issuer (default http://<host>:<port>/dev-issuer). */
+    devIssuerUrl: z.url().optional(),
     clockToleranceSec: z.coerce.number().int().min(0).max(300).default(30),
     /** Role given to a token that carries no known role. */
     defaultRole: z.string().optional(),
@@ -73,6 +75,7 @@ export const configSchema = z.strictObject({
   queues: z.strictObject({
     concurrency: z.coerce.number().int().min(1).max(64).default(4),
     reconcileIntervalMs: z.coerce.number().int().min(1000).default(60_000),
+    housekeepingIntervalMs: z.coerce.number().int().min(1000).default(300_000),
   }).prefault({}),
   commands: z.strictObject({
     /** Seconds an unread command status is kept. */

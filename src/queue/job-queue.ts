@@ -10,6 +10,8 @@ import {
 export interface JobQueue {
   /** Validates and enqueues; the job id derives from the payload (idempotent). */
   enqueue<N extends JobName>(name: N, data: JobData<N>, opts?: { delayMs?: number }): Promise<string>;
+  /** Runs `name` every `everyMs` on one worker of the fleet (BullMQ job scheduler). */
+  schedule<N extends JobName>(name: N, data: JobData<N>, everyMs: number): Promise<void>;
   /** Waiting/active/delayed/failed counts per queue (metrics). */
   depths(): Promise<Record<QueueName, Record<string, number>>>;
   ping(): Promise<void>;
@@ -59,6 +61,10 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       const jobId = jobIdFor(name, payload);
       await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay: enqueueOpts?.delayMs });
       return jobId;
+    },
+    async schedule(name, data, everyMs) {
+      const payload = parseJob(name, data);
+      await queueFor(JOBS[name].queue).upsertJobScheduler(jobIdFor(name, payload), { every: everyMs }, { name, data: payload });
     },
     async depths() {
       const out = {} as Record<QueueName, Record<string, number>>;

@@ -187,7 +187,7 @@ export class CommandRunner {
         preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
       };
       const made = await backend.create(draft, target);
-      await entries.insertEntry(this.d.db, { ...draft, path: made.path ?? null });
+      await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
       entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;
     }
     const total = Number(res.headers.get('content-length')) || null;

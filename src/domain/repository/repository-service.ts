@@ -35,6 +35,8 @@ export function mergeMetadata(base: Plain, change: Plain): Plain {
 
 const NAME_MAX = 255;
 function checkName(name: string): void {
+  // control characters are refused on purpose: they break file systems and logs
+  // eslint-disable-next-line no-control-regex
   if (name.length === 0 || name.length > NAME_MAX || /[\u0000-\u001f/\\]/.test(name) || name === '.' || name === '..') {
     throw new AppError(400, 'INVALID_NAME', `"${name.slice(0, 80)}" is not a valid entry name (1-255 characters, no "/", "\\" or control characters, not "." or "..")`);
   }
@@ -128,7 +130,7 @@ export class RepositoryService {
     const made = await backend.create(row, parent);
     try {
       const inserted = await store.insertEntry(this.db, {
-        ...row, path: made.path ?? null,
+        ...row, parent: parent.uuid, path: made.path ?? null,
         // a file created by a backend exists with zero bytes
         content: made.path !== undefined && input.type === 'document'
           ? { size: 0, mimeType: 'application/octet-stream', sha256: null, version: `e${Date.now()}` } : null,

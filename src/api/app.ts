@@ -1,0 +1,52 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { Services } from '../runtime/services.js';
+import { methodNotAllowed, notFound, AppError } from '../errors/app-error.js';
+import { errorHandler } from './middleware/error-handler.js';
+import { observe } from './middleware/observe.js';
+import { healthRoutes } from './health/routes.js';
+import { docsRoutes } from './docs/routes.js';
+import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
+import { serviceRoutes } from './services/routes.js';
+import { repoRoutes } from './repo/routes.js';
+
+export interface AppState {
+  shuttingDown: boolean;
+}
+
+/**
+ * The Koa application: observation and errors first, then the open routes
+ * (health, docs, dev issuer, GET /v1/auth), then the authenticated /v1 API.
+ * Anything unmatched gets the same error body: 404, or 405 with Allow.
+ */
+export function createApp(s: Services, state: AppState): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true; // errors are logged by errorHandler, not by Koa's default printer
+  app.use(observe(s.log, s.metrics));
+  app.use(errorHandler(s.log));
+  // Nothing matched (allowedMethods below turns a known path with another method into 405).
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 404 && ctx.body == null) throw notFound('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+  });
+
+  const open = new Router();
+  for (const r of [healthRoutes(s, state), docsRoutes(), devIssuerRoutes(s)]) if (r) open.use(r.routes());
+  const v1Open = new Router({ prefix: '/v1' });
+  v1Open.use(authInfoRoutes(s).routes());
+
+  const v1 = new Router({ prefix: '/v1' });
+  // each area router authenticates first (see the routers)
+  for (const r of [serviceRoutes(s), repoRoutes(s)]) v1.use(r.routes());
+
+  const allowed = {
+    throw: true,
+    methodNotAllowed: () => methodNotAllowed('METHOD_NOT_ALLOWED', 'this method is not allowed on this resource'),
+    notImplemented: () => new AppError(501, 'NOT_IMPLEMENTED', 'this method is not implemented'),
+  };
+  for (const r of [open, v1Open, v1]) {
+    app.use(r.routes());
+    app.use(r.allowedMethods(allowed));
+  }
+  return app;
+}

@@ -1,0 +1,32 @@
+import type { Context } from 'koa';
+import type { Principal } from '../auth/principal.js';
+import { badRequest } from '../errors/app-error.js';
+import type { RawQuery } from '../domain/list-query.js';
+
+/** Typed access to what middlewares put into `ctx.state`. */
+export function principal(ctx: Context): Principal {
+  const p = ctx.state.principal as Principal | undefined;
+  if (!p) throw new Error('route is missing the authenticate middleware');
+  return p;
+}
+
+export function body(ctx: Context): unknown {
+  return ctx.state.body;
+}
+
+export function query(ctx: Context): RawQuery {
+  return ctx.query as RawQuery;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A path parameter that must be a UUID (400 otherwise: nothing else reaches storage). */
+export function uuidParam(ctx: Context, name: string): string {
+  const value = (ctx.params as Record<string, string>)[name] ?? '';
+  if (!UUID.test(value)) throw badRequest('INVALID_UUID', `"${value.slice(0, 80)}" is not a UUID`, { parameter: name });
+  return value.toLowerCase();
+}
+
+export function param(ctx: Context, name: string): string {
+  return (ctx.params as Record<string, string>)[name] ?? '';
+}

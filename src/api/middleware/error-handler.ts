@@ -1,0 +1,54 @@
+import type { Middleware } from 'koa';
+import { AppError } from '../../errors/app-error.js';
+import type { Logger } from '../../logging/logger.js';
+
+export interface ErrorBody {
+  status: number;
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+/** Errors from libraries that carry an HTTP status (raw-body, http-errors). */
+function httpStatusOf(err: unknown): { status: number; code: string; message: string } | undefined {
+  const e = err as { status?: unknown; statusCode?: unknown; type?: unknown; expose?: unknown; message?: string };
+  const status = typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  if (!status || status < 400 || status > 499) return undefined;
+  const byType: Record<string, string> = {
+    'entity.too.large': 'PAYLOAD_TOO_LARGE', 'request.aborted': 'REQUEST_ABORTED', 'encoding.unsupported': 'UNSUPPORTED_ENCODING',
+    'request.size.invalid': 'INVALID_CONTENT_LENGTH', 'charset.unsupported': 'UNSUPPORTED_CHARSET',
+  };
+  const code = (typeof e.type === 'string' && byType[e.type]) || `HTTP_${status}`;
+  return { status, code, message: e.expose === false ? 'bad request' : (e.message ?? 'bad request') };
+}
+
+/**
+ * The one place that writes error bodies (DESIGN.md section 6) for both APIs:
+ * `{ status, code, message, details }`. Unknown errors become a 500 without
+ * internals; the stack goes to the log only.
+ */
+export function errorHandler(log: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      let body: ErrorBody;
+      if (err instanceof AppError) {
+        body = { status: err.status, code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+        for (const [k, v] of Object.entries(err.headers ?? {})) ctx.set(k, v);
+        if (err.status >= 500) log.error({ err, path: ctx.path }, 'request failed');
+      } else {
+        const known = httpStatusOf(err);
+        if (known) {
+          body = known;
+        } else {
+          log.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error');
+          body = { status: 500, code: 'INTERNAL_ERROR', message: 'internal error; see the server log' };
+        }
+      }
+      ctx.status = body.status;
+      ctx.body = body;
+      ctx.type = 'application/json';
+    }
+  };
+}

@@ -1,0 +1,69 @@
+import { readFile } from 'node:fs/promises';
+import type { Principal } from '../../auth/principal.js';
+import type { BlobStore } from '../../blobs/blob-store.js';
+import type { EntryRow } from '../../domain/repository/entry.js';
+import type { RepositoryService } from '../../domain/repository/repository-service.js';
+import type { EntryEmbed } from './schema.js';
+
+export const entryHref = (e: Pick<EntryRow, 'sid' | 'uuid'>) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
+
+/** Material icon names by kind, for `embedded.content-type.icon`. */
+function iconOf(e: EntryRow): { font: string; value: string } {
+  const mime = e.mime_type ?? '';
+  const value = e.type === 'collection' ? 'folder'
+    : mime === 'application/pdf' ? 'picture_as_pdf'
+      : mime.startsWith('image/') ? 'image'
+        : mime.startsWith('text/') ? 'article'
+          : 'description';
+  return { font: 'material-icons', value };
+}
+
+/** The RepoEntry JSON of DESIGN.md section 6, with the requested embedded parts. */
+export async function presentEntry(
+  e: EntryRow,
+  ctx: { principal: Principal; repo: RepositoryService; blobs: BlobStore; embed: Set<EntryEmbed> },
+): Promise<Record<string, unknown>> {
+  const href = entryHref(e);
+  const links: Record<string, { href: string }> = { self: { href } };
+  if (e.parent) links.parent = { href: `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.parent}` };
+  if (e.type === 'collection') links.children = { href: `${href}/children` };
+  if (e.type === 'document') {
+    links.content = { href: `${href}/content` };
+    links.preview = { href: `${href}/preview` };
+  }
+  const out: Record<string, unknown> = {
+    uuid: e.uuid,
+    name: e.name,
+    type: e.type,
+    metadata: e.metadata,
+    creator: e.creator,
+    owner: e.owner,
+    created: e.created.toISOString(),
+    modified: e.modified.toISOString(),
+  };
+  if (e.type === 'document') {
+    out.size = e.size;
+    out.mimeType = e.mime_type;
+    out.sha256 = e.sha256;
+  }
+  out.links = links;
+  if (ctx.embed.size > 0) {
+    const embedded: Record<string, unknown> = {};
+    if (ctx.embed.has('permissions')) {
+      embedded.permissions = {
+        read: ctx.repo.canSee(ctx.principal, e, 'read'),
+        write: ctx.repo.canSee(ctx.principal, e, 'write'),
+        delete: ctx.repo.canSee(ctx.principal, e, 'delete'),
+      };
+    }
+    const contentType: Record<string, unknown> = {};
+    if (ctx.embed.has('icon')) contentType.icon = iconOf(e);
+    if (ctx.embed.has('thumb') && e.thumb_sha256) {
+      // thumbnails are small PNGs (thumbSize px), so reading one whole is fine
+      contentType.thumb = await readFile(ctx.blobs.pathOf(e.thumb_sha256)).then((b) => b.toString('base64'), () => undefined);
+    }
+    if (Object.keys(contentType).length > 0) embedded['content-type'] = contentType;
+    out.embedded = embedded;
+  }
+  return out;
+}

@@ -1,0 +1,204 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Services } from '../../runtime/services.js';
+import { authenticate } from '../middleware/authenticate.js';
+import { AppError, badRequest, notFound, payloadTooLarge } from '../../errors/app-error.js';
+import { parseListQuery, single } from '../../domain/list-query.js';
+import { launchSchema } from '../../domain/commands/command-params.js';
+import { jsonBody } from '../middleware/json-body.js';
+import { body, param, principal, query, uuidParam } from '../context.js';
+import { validate } from '../validate.js';
+import { presentEntry } from './present.js';
+import { createEntrySchema, inactivesSchema, patchEntrySchema, replaceEntrySchema, EMBED_ENTRY, type EntryEmbed } from './schema.js';
+import type { EntryRow } from '../../domain/repository/entry.js';
+
+function embedParam(ctx: Context, allowed: readonly EntryEmbed[]): Set<EntryEmbed> {
+  const raw = ctx.query.embed;
+  const values = (Array.isArray(raw) ? raw : raw ? [raw] : []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  for (const v of values) {
+    if (!allowed.includes(v as EntryEmbed)) throw badRequest('INVALID_EMBED', `embed "${v}" is not offered here (allowed: ${allowed.join(', ')})`);
+  }
+  return new Set(values as EntryEmbed[]);
+}
+
+function parseRange(header: string, size: number): { start: number; end: number } | undefined {
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return undefined;
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    start = Math.max(0, size - Number(m[2]));
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  }
+  if (start > end || start >= size) throw new AppError(416, 'RANGE_NOT_SATISFIABLE', `range ${header} is outside the content (${size} bytes)`, undefined, { 'Content-Range': `bytes */${size}` });
+  return { start, end };
+}
+
+/** The repository rows of the Document Workflow API (spec: Repositories). */
+export function repoRoutes(s: Services): Router {
+  const router = new Router();
+  router.use(authenticate(s.verifier));
+  const json = jsonBody(s.config.server.jsonLimit);
+  const repo = s.repository;
+  const present = (ctx: Context, e: EntryRow, embed: Set<EntryEmbed> = new Set()) =>
+    presentEntry(e, { principal: principal(ctx), repo, blobs: s.blobs, embed });
+
+  router.post('/repo/inactives', json, async (ctx) => {
+    const parsed = validate(inactivesSchema, body(ctx));
+    const ids = Array.isArray(parsed) ? parsed : parsed.documents;
+    ctx.body = await repo.inactives(principal(ctx), ids.map((u) => u.toLowerCase()));
+  });
+
+  router.get('/services/:sid/repo', async (ctx) => {
+    const sid = param(ctx, 'sid');
+    const scope = single(query(ctx), 'scope') ?? 'all';
+    if (scope !== 'root' && scope !== 'all') throw badRequest('INVALID_QUERY', 'scope must be "root" or "all"', { parameter: 'scope' });
+    const embed = embedParam(ctx, ['permissions', 'thumb']);
+    const q = parseListQuery(query(ctx), ['scope', 'embed']);
+    const { root, entries } = await repo.list(principal(ctx), sid, scope, q);
+    const out = await present(ctx, root, embed);
+    out.embedded = { ...(out.embedded as object | undefined), entries: await Promise.all(entries.map((e) => present(ctx, e, embed))) };
+    ctx.body = out;
+  });
+
+  router.post('/services/:sid/repo', json, async (ctx) => {
+    const p = principal(ctx);
+    const input = validate(createEntrySchema, body(ctx));
+    const owner = s.permissions.ownerFor(p, 'documents', ctx.get('x-owner') || undefined);
+    ctx.body = await present(ctx, await repo.create(p, param(ctx, 'sid'), undefined, input, owner));
+  });
+
+  router.post('/services/:sid/repo/command', json, async (ctx) => {
+    const sid = param(ctx, 'sid');
+    repo.backend(sid); // 404 for a service without a repository before the body is judged
+    const { command, parameters } = validate(launchSchema, body(ctx));
+    ctx.body = await s.commands.launch(principal(ctx), sid, command, parameters);
+  });
+
+  router.get('/services/:sid/repo/command/:cid', async (ctx) => {
+    ctx.body = await s.commands.status(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'cid'));
+  });
+
+  router.get('/services/:sid/repo/:uuid', async (ctx) => {
+    const embed = embedParam(ctx, EMBED_ENTRY);
+    ctx.body = await present(ctx, await repo.get(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid')), embed);
+  });
+
+  router.put('/services/:sid/repo/:uuid', json, async (ctx) => {
+    const p = principal(ctx);
+    const input = validate(replaceEntrySchema, body(ctx));
+    const sid = param(ctx, 'sid');
+    const uuid = uuidParam(ctx, 'uuid');
+    await checkType(ctx, input.type, input.uuid);
+    const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.permissions.ownerFor(p, 'documents', input.owner);
+    ctx.body = await present(ctx, await repo.update(p, sid, uuid, { name: input.name, metadata: input.metadata, owner }, 'replace'));
+  });
+
+  router.patch('/services/:sid/repo/:uuid', json, async (ctx) => {
+    const p = principal(ctx);
+    const input = validate(patchEntrySchema, body(ctx));
+    const sid = param(ctx, 'sid');
+    const uuid = uuidParam(ctx, 'uuid');
+    await checkType(ctx, input.type, input.uuid);
+    const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.permissions.ownerFor(p, 'documents', input.owner);
+    ctx.body = await present(ctx, await repo.update(p, sid, uuid, { name: input.name, metadata: input.metadata, owner }, 'merge'));
+  });
+
+  /** The kind of an entry and its id never change through PUT/PATCH. */
+  async function checkType(ctx: Context, type: string | undefined, bodyUuid: unknown): Promise<void> {
+    const uuid = uuidParam(ctx, 'uuid');
+    if (bodyUuid !== undefined && String(bodyUuid).toLowerCase() !== uuid) throw new AppError(409, 'UUID_IMMUTABLE', 'the uuid of an entry cannot be changed');
+    if (type === undefined) return;
+    const entry = await repo.get(principal(ctx), param(ctx, 'sid'), uuid);
+    if (entry.type !== type) throw new AppError(409, 'TYPE_IMMUTABLE', `entry ${uuid} is a ${entry.type}; its type cannot be changed`);
+  }
+
+  router.post('/services/:sid/repo/:uuid', json, async (ctx) => {
+    const p = principal(ctx);
+    const sid = param(ctx, 'sid');
+    const parent = uuidParam(ctx, 'uuid');
+    const input = validate(createEntrySchema, body(ctx));
+    const owner = s.permissions.ownerFor(p, 'documents', ctx.get('x-owner') || undefined);
+    ctx.body = await present(ctx, await repo.create(p, sid, parent, input, owner));
+  });
+
+  router.delete('/services/:sid/repo/:uuid', async (ctx) => {
+    const force = single(query(ctx), 'force');
+    if (force !== undefined && !['true', 'false', '1', '0', ''].includes(force)) throw badRequest('INVALID_QUERY', 'force must be true or false', { parameter: 'force' });
+    await repo.remove(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid'), force === 'true' || force === '1' || force === '');
+    ctx.status = 204;
+  });
+
+  router.get('/services/:sid/repo/:uuid/children', async (ctx) => {
+    const embed = embedParam(ctx, EMBED_ENTRY);
+    const q = parseListQuery(query(ctx), ['embed']);
+    const uuid = uuidParam(ctx, 'uuid');
+    const rows = await repo.children(principal(ctx), param(ctx, 'sid'), uuid, q);
+    if (rows.length === 0) throw notFound('NO_CHILDREN', `collection ${uuid} has no children${q.offset > 0 ? ' at this offset' : ''}`);
+    ctx.body = await Promise.all(rows.map((e) => present(ctx, e, embed)));
+  });
+
+  router.get('/services/:sid/repo/:uuid/content', async (ctx) => {
+    const p = principal(ctx);
+    const sid = param(ctx, 'sid');
+    const uuid = uuidParam(ctx, 'uuid');
+    const entry = await repo.get(p, sid, uuid);
+    const etag = entry.content_version ? `"${entry.content_version}"` : undefined;
+    if (etag && ctx.get('if-none-match').split(/\s*,\s*/).includes(etag)) {
+      ctx.status = 304;
+      ctx.set('ETag', etag);
+      return;
+    }
+    const size = entry.size ?? 0;
+    const rangeHeader = ctx.get('range');
+    const range = rangeHeader && entry.type === 'document' && entry.content_version ? parseRange(rangeHeader, size) : undefined;
+    const { entry: e, stream } = await repo.openContent(p, sid, uuid, range);
+    ctx.set('ETag', `"${e.content_version}"`);
+    ctx.set('Accept-Ranges', 'bytes');
+    ctx.set('Content-Disposition', `attachment; filename*=UTF-8''${encodeURIComponent(e.name)}`);
+    ctx.type = e.mime_type ?? 'application/octet-stream';
+    if (range) {
+      ctx.status = 206;
+      ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
+      ctx.length = range.end - range.start + 1;
+    } else {
+      ctx.length = e.size ?? 0;
+    }
+    ctx.body = stream;
+  });
+
+  router.put('/services/:sid/repo/:uuid/content', async (ctx) => {
+    const max = s.config.server.maxUploadBytes;
+    if (max > 0 && (ctx.request.length ?? 0) > max) throw payloadTooLarge(`content is larger than the limit of ${max} bytes`);
+    const mime = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase() || 'application/octet-stream';
+    if (!/^[\w.+-]+\/[\w.+-]+$/.test(mime)) throw badRequest('INVALID_CONTENT_TYPE', `"${mime}" is not a media type`);
+    const entry = await repo.writeContent(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid'), ctx.req, mime);
+    ctx.set('ETag', `"${entry.content_version}"`);
+    ctx.status = 204;
+  });
+
+  router.delete('/services/:sid/repo/:uuid/content', async (ctx) => {
+    await repo.deleteContent(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid'));
+    ctx.status = 204;
+  });
+
+  router.get('/services/:sid/repo/:uuid/preview', async (ctx) => {
+    const entry = await repo.get(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid'));
+    if (entry.type !== 'document') throw notFound('NOT_A_DOCUMENT', 'collections have no preview');
+    if (!entry.content_version) throw notFound('NO_CONTENT', 'the document has no content');
+    if (!entry.preview_sha256 || entry.preview_of !== entry.content_version) {
+      throw notFound(entry.preview_error && entry.preview_of === entry.content_version ? 'PREVIEW_UNAVAILABLE' : 'PREVIEW_NOT_READY',
+        entry.preview_error && entry.preview_of === entry.content_version ? `no preview: ${entry.preview_error}` : 'the preview has not been made yet; try again shortly');
+    }
+    const stream = await s.blobs.open(entry.preview_sha256);
+    if (!stream) throw notFound('PREVIEW_NOT_READY', 'the preview has not been made yet');
+    ctx.type = 'image/png';
+    ctx.set('ETag', `"${entry.preview_sha256}"`);
+    ctx.body = stream;
+  });
+
+  return router;
+}

@@ -1,0 +1,210 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { lstat, mkdir, rename, rm, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { RepositoryBackend, WrittenContent } from '../connector.js';
+import type { EntryRow } from '../../domain/repository/entry.js';
+import { AppError, conflict, forbidden, notFound, payloadTooLarge } from '../../errors/app-error.js';
+import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, validateName } from './safe-path.js';
+import { refreshEntry, syncCollection } from './filesystem-sync.js';
+
+const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
+const isNotFound = (err: unknown): boolean => err instanceof AppError && err.status === 404;
+
+/** The row's path; rows of this connector always have one. */
+export function relPathOf(entry: EntryRow): string {
+  if (entry.path === null) throw notFound('ENTRY_NOT_FOUND', `entry ${entry.uuid} has no file path`, { uuid: entry.uuid });
+  return entry.path;
+}
+
+const isRoot = (entry: EntryRow): boolean => entry.parent === null || entry.path === '';
+const parentRel = (rel: string): string => (rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '');
+const nameExists = (rel: string) => conflict('NAME_EXISTS', `"${rel}" already exists`, { path: rel });
+
+/** Throws NAME_EXISTS when `abs` exists, unless it is `source` itself (a case-only rename). */
+async function assertFree(abs: string, rel: string, source?: { dev: number; ino: number }): Promise<void> {
+  const existing = await lstat(abs).catch((err: unknown) => {
+    if (code(err) === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (existing && !(source && existing.dev === source.dev && existing.ino === source.ino)) throw nameExists(rel);
+}
+
+/** Streams `source` into `handle`, hashing and counting; 413 past `maxBytes` (0 = unlimited). */
+async function meteredWrite(source: Readable, sink: NodeJS.WritableStream, maxBytes: number): Promise<{ size: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      size += chunk.length;
+      if (maxBytes > 0 && size > maxBytes) {
+        done(payloadTooLarge(`content is larger than the limit of ${maxBytes} bytes`));
+        return;
+      }
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+  await pipeline(source, meter, sink);
+  return { size, sha256: hash.digest('hex') };
+}
+
+/**
+ * A repository backend over the directory tree at `root` (an absolute, real
+ * path). Every path goes through `safe-path.ts`; rows carry the relative path.
+ * Not atomic against a concurrent local user renaming directories inside the
+ * root (Node has no openat/renameat2): the O_NOFOLLOW opens and descriptor
+ * checks keep reads and writes inside the root, but a rename may race.
+ */
+export function filesystemBackend(root: string): RepositoryBackend {
+  return {
+    sync: (tx, collection, recursive) => syncCollection(tx, root, collection, recursive),
+    refresh: (tx, entry) => refreshEntry(tx, root, entry),
+
+    async create(entry, parent) {
+      validateName(entry.name);
+      const rel = joinRel(relPathOf(parent), entry.name);
+      const parentInfo = await inspectInside(root, relPathOf(parent));
+      if (!parentInfo.stats.isDirectory()) throw conflict('NOT_A_COLLECTION', `"${parent.path}" is not a directory`);
+      const abs = await resolveParent(root, rel);
+      try {
+        if (entry.type === 'collection') await mkdir(abs);
+        else await (await openNoFollow(root, abs, CREATE_FLAGS)).close();
+      } catch (err) {
+        if (code(err) === 'EEXIST') throw nameExists(rel);
+        throw err;
+      }
+      return { path: rel };
+    },
+
+    async rename(entry, newName) {
+      validateName(newName);
+      if (isRoot(entry)) throw forbidden('ROOT_READONLY', 'the repository root cannot be renamed');
+      const rel = relPathOf(entry);
+      const target = joinRel(parentRel(rel), newName);
+      if (target === rel) return { path: rel };
+      const source = await inspectInside(root, rel);
+      const abs = await resolveParent(root, target);
+      await assertFree(abs, target, source.stats);
+      await rename(source.abs, abs);
+      return { path: target };
+    },
+
+    async move(entry, target) {
+      if (isRoot(entry)) throw forbidden('ROOT_READONLY', 'the repository root cannot be moved');
+      const rel = relPathOf(entry);
+      const targetRel = relPathOf(target);
+      // Paths hold no symlinks (safe-path refuses them), so the string test is exact.
+      if (targetRel === rel || targetRel.startsWith(`${rel}/`)) {
+        throw conflict('MOVE_INTO_SELF', `cannot move "${rel}" into itself`, { path: rel, target: targetRel });
+      }
+      const dest = joinRel(targetRel, entry.name);
+      if (dest === rel) return { path: rel };
+      const targetInfo = await inspectInside(root, targetRel);
+      if (!targetInfo.stats.isDirectory()) throw conflict('NOT_A_COLLECTION', `"${targetRel}" is not a directory`);
+      const source = await inspectInside(root, rel);
+      const abs = await resolveParent(root, dest);
+      await assertFree(abs, dest);
+      await rename(source.abs, abs);
+      return { path: dest };
+    },
+
+    async copy(entry, target, name) {
+      validateName(name);
+      const dest = joinRel(relPathOf(target), name);
+      const source = await inspectInside(root, relPathOf(entry));
+      if (!source.stats.isFile()) throw conflict('NOT_A_DOCUMENT', `"${entry.path}" is not a file`);
+      const abs = await resolveParent(root, dest);
+      // Streamed between two O_NOFOLLOW descriptors instead of copyFile(COPYFILE_EXCL):
+      // copyFile takes paths and would follow a symlink swapped in for the source.
+      const input = await openNoFollow(root, source.abs, READ_FLAGS);
+      let output: FileHandle;
+      try {
+        if (!(await input.stat()).isFile()) throw conflict('NOT_A_DOCUMENT', `"${entry.path}" is not a file`);
+        output = await openNoFollow(root, abs, CREATE_FLAGS);
+      } catch (err) {
+        await input.close();
+        if (code(err) === 'EEXIST') throw nameExists(dest);
+        throw err;
+      }
+      try {
+        await pipeline(input.createReadStream(), output.createWriteStream());
+      } catch (err) {
+        await rm(abs, { force: true });
+        throw err;
+      }
+      return { path: dest };
+    },
+
+    async remove(entry) {
+      if (isRoot(entry)) throw forbidden('ROOT_READONLY', 'the repository root cannot be deleted');
+      let abs: string;
+      try {
+        abs = await resolveParent(root, relPathOf(entry));
+      } catch (err) {
+        if (isNotFound(err)) return; // already gone with its parent
+        throw err;
+      }
+      // rm does not follow symlinks: a link in the way is unlinked, never its target.
+      await rm(abs, { recursive: true, force: true });
+    },
+
+    async writeContent(entry, source, maxBytes): Promise<WrittenContent> {
+      if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have content');
+      const rel = relPathOf(entry);
+      const abs = await resolveParent(root, rel);
+      const existing = await lstat(abs).catch(() => undefined);
+      if (existing?.isSymbolicLink()) throw forbidden('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
+      if (existing && !existing.isFile()) throw conflict('NOT_A_DOCUMENT', `"${rel}" is not a file`);
+      // Same directory, so the final rename is atomic and never crosses a file system.
+      const tmp = path.join(path.dirname(abs), `.wcr-${randomUUID()}.part`);
+      const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
+      try {
+        const written = await meteredWrite(source, handle.createWriteStream(), maxBytes);
+        // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
+        await rename(tmp, abs);
+        return { ...written, path: rel };
+      } catch (err) {
+        await handle.close().catch(() => {});
+        await rm(tmp, { force: true });
+        throw err;
+      }
+    },
+
+    async openContent(entry, range) {
+      if (entry.type !== 'document') return undefined;
+      let abs: string;
+      try {
+        abs = (await inspectInside(root, relPathOf(entry))).abs;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+      let handle: FileHandle;
+      try {
+        handle = await openNoFollow(root, abs, READ_FLAGS);
+      } catch (err) {
+        if (code(err) === 'ENOENT') return undefined;
+        throw err;
+      }
+      if (!(await handle.stat()).isFile()) {
+        await handle.close();
+        return undefined;
+      }
+      const opts = { highWaterMark: 256 * 1024 };
+      return handle.createReadStream(range ? { ...opts, start: range.start, end: range.end } : opts);
+    },
+
+    async contentPath(entry) {
+      if (entry.type !== 'document') return undefined;
+      try {
+        const { abs, stats } = await inspectInside(root, relPathOf(entry));
+        return stats.isFile() ? abs : undefined;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
+  };
+}

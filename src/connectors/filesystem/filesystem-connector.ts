@@ -1,0 +1,43 @@
+import { mkdir, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import type { CommandName, Connector, ConnectorType } from '../connector.js';
+import { filesystemBackend } from './filesystem-backend.js';
+
+export { filesystemBackend } from './filesystem-backend.js';
+export { rewriteDescendantPaths } from './filesystem-sync.js';
+
+// strictObject: an unknown option (say, a hoped-for `followSymlinks`) is a configuration error,
+// not silently ignored. Symlinks are never followed; there is deliberately no switch for it.
+const optionsSchema = z.strictObject({
+  /** Directory of the repository; relative paths resolve against the data directory. */
+  root: z.string().min(1),
+});
+
+const COMMANDS: readonly CommandName[] = ['copy', 'move', 'delete', 'import', 'preview'];
+
+/**
+ * A repository over a directory tree: entry rows mirror the files below `root`
+ * (their `path` column holds the path relative to it) and content is the file
+ * itself. No path ever leaves the root: `..`, absolute names and symlinks are
+ * refused (see `safe-path.ts`). A file always has content, so DELETE of content
+ * is not offered.
+ */
+export const filesystemConnectorType: ConnectorType = {
+  type: 'filesystem',
+  description: 'Repository over a directory tree (files are the documents, directories the collections)',
+  async create(ctx): Promise<Connector> {
+    const options = optionsSchema.parse(ctx.config.options);
+    const configured = path.resolve(ctx.dataDir, options.root);
+    await mkdir(configured, { recursive: true });
+    // Every later check compares against the real root, so a symlinked root is resolved once, here.
+    const root = await realpath(configured);
+    ctx.log.debug({ root }, 'filesystem repository root');
+    return {
+      sid: ctx.sid,
+      type: 'filesystem',
+      capabilities: { repository: { commands: COMMANDS, contentDelete: false, contentWrite: true } },
+      repository: filesystemBackend(root),
+    };
+  },
+};

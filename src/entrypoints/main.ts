@@ -1,0 +1,45 @@
+import { readEnv } from '../config/env.js';
+import { ConfigError, loadConfig } from '../config/load.js';
+import { createLogger } from '../logging/logger.js';
+import { startRuntime, type RuntimeParts } from '../runtime/runtime.js';
+
+const PARTS: Record<'all' | 'api' | 'worker', RuntimeParts> = {
+  all: { api: true, workers: true },
+  api: { api: true, workers: false },
+  worker: { api: false, workers: true },
+};
+
+/** Shared start-up of the three role entrypoints: validate config, start, stop in order on SIGTERM/SIGINT. */
+export async function main(role: 'all' | 'api' | 'worker'): Promise<void> {
+  const env = readEnv();
+  let config;
+  try {
+    config = loadConfig({ env: { ...env, ROLE: role } });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel, { role });
+  const runtime = await startRuntime(config, PARTS[role], log).catch((err: unknown) => {
+    log.fatal({ err }, 'start failed');
+    process.exit(1);
+  });
+  const onSignal = (signal: string) => {
+    log.info({ signal }, 'signal received');
+    const force = setTimeout(() => {
+      log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, config.server.shutdownTimeoutMs);
+    force.unref();
+    runtime.stop().then(() => process.exit(0), (err: unknown) => {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+}

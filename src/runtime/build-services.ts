@@ -1,0 +1,54 @@
+import path from 'node:path';
+import type { AppConfig } from '../config/schema.js';
+import { BlobStore } from '../blobs/blob-store.js';
+import { Permissions } from '../auth/permissions.js';
+import { TokenVerifier } from '../auth/token-verifier.js';
+import { DevIssuer } from '../auth/dev-issuer.js';
+import { ConnectorRegistry } from '../connectors/registry.js';
+import { RepositoryService } from '../domain/repository/repository-service.js';
+import { CommandService } from '../domain/commands/command-service.js';
+import type { Logger } from '../logging/logger.js';
+import { Metrics } from '../metrics/metrics.js';
+import { createJobQueue } from '../queue/job-queue.js';
+import { openDatabase } from '../storage/open-database.js';
+import type { Services } from './services.js';
+
+/** The development issuer's URL: configured, else this server's address. */
+export function devIssuerUrl(config: AppConfig, port = config.server.port): string {
+  if (config.auth.devIssuerUrl) return config.auth.devIssuerUrl.replace(/\/$/, '');
+  const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}/dev-issuer`;
+}
+
+/**
+ * Opens storage and builds every shared service. `port` is the port the API
+ * actually listens on (the development issuer's URL contains it).
+ */
+export async function buildServices(config: AppConfig, log: Logger, port = config.server.port): Promise<Services> {
+  const blobs = new BlobStore(path.join(config.dataDir, 'blobs'));
+  await blobs.init();
+  const db = await openDatabase(config);
+  const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }) });
+  try {
+    const metrics = new Metrics(() => queue.depths());
+    const permissions = new Permissions(config.auth);
+    let devIssuer: DevIssuer | undefined;
+    let verifier: TokenVerifier;
+    const vopts = { audience: config.auth.audience, rolesClaim: config.auth.rolesClaim, clockToleranceSec: config.auth.clockToleranceSec, clientId: config.auth.clientId };
+    if (config.auth.issuer) {
+      verifier = new TokenVerifier({ issuer: config.auth.issuer.replace(/\/$/, ''), ...vopts }, log.child({ component: 'auth' }));
+    } else {
+      devIssuer = await DevIssuer.open(config.dataDir, devIssuerUrl(config, port));
+      verifier = new TokenVerifier({ issuer: devIssuer.issuer, ...vopts }, log.child({ component: 'auth' }), devIssuer.keySet());
+      log.warn({ issuer: devIssuer.issuer }, 'no OIDC_ISSUER set: using the built-in development issuer (mint tokens with `npm run token`)');
+    }
+    const registry = await ConnectorRegistry.create(config, blobs, log);
+    const repository = new RepositoryService(db, registry, permissions, queue, config.server.maxUploadBytes);
+    const commands = new CommandService(db, repository, permissions, queue, config.commands.expirySec);
+    return { config, log, db, blobs, queue, metrics, permissions, verifier, devIssuer, registry, repository, commands };
+  } catch (err) {
+    await queue.close().catch(() => {});
+    await db.close().catch(() => {});
+    throw err;
+  }
+}

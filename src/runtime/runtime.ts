@@ -1,0 +1,99 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AppConfig } from '../config/schema.js';
+import { createApp, type AppState } from '../api/app.js';
+import type { Logger } from '../logging/logger.js';
+import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
+import { jobHandlers } from '../worker/handlers.js';
+import { reconcile } from '../worker/reconciler.js';
+import { buildServices } from './build-services.js';
+import type { Services } from './services.js';
+
+export interface RuntimeParts {
+  /** Serve the HTTP APIs. */
+  api: boolean;
+  /** Run queue workers, the reconciler and scheduled housekeeping. */
+  workers: boolean;
+}
+
+export interface Runtime {
+  services: Services;
+  /** Base URL of the HTTP server (when `api`). */
+  url?: string;
+  stop(): Promise<void>;
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/**
+ * Starts the parts of one process. The roles differ only in which parts they
+ * wire; the services are the same. Stop order (SIGTERM): refuse new requests,
+ * stop intake, drain workers, close queues, then the database.
+ */
+export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: Logger): Promise<Runtime> {
+  const state: AppState = { shuttingDown: false };
+  let server: http.Server | undefined;
+  let port = config.server.port;
+  if (parts.api) {
+    // Listen first: with port 0 the development issuer's URL needs the real port.
+    server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 });
+    port = await listen(server, config.server.port, config.server.host);
+  }
+  let services: Services;
+  try {
+    services = await buildServices(config, log, port);
+  } catch (err) {
+    server?.close();
+    throw err;
+  }
+  const s = services;
+  if (server) {
+    server.on('request', createApp(s, state).callback());
+    log.info({ url: `http://${config.server.host}:${port}/v1`, docs: `http://${config.server.host}:${port}/docs` }, 'API listening');
+  }
+  let workers: WorkerPool | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  if (parts.workers) {
+    workers = startWorkers(jobHandlers(s), {
+      url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
+      concurrency: config.queues.concurrency,
+      onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
+    });
+    const tick = () => reconcile(s).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
+    await tick();
+    timer = setInterval(tick, config.queues.reconcileIntervalMs);
+    timer.unref();
+    await s.queue.schedule('housekeeping.run', {}, config.queues.housekeepingIntervalMs)
+      .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping yet'));
+  }
+  await s.registry.start();
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      state.shuttingDown = true;
+      log.info('shutting down');
+      if (server) {
+        const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
+        server.closeIdleConnections();
+        await closed;
+      }
+      await s.registry.stop();
+      if (timer) clearInterval(timer);
+      await workers?.close();
+      await s.queue.close();
+      await s.db.close();
+      log.info('stopped');
+    })();
+    return stopping;
+  };
+  return { services: s, url: server ? `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}` : undefined, stop };
+}

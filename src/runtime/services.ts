@@ -1,0 +1,28 @@
+import type { AppConfig } from '../config/schema.js';
+import type { BlobStore } from '../blobs/blob-store.js';
+import type { Permissions } from '../auth/permissions.js';
+import type { TokenVerifier } from '../auth/token-verifier.js';
+import type { DevIssuer } from '../auth/dev-issuer.js';
+import type { ConnectorRegistry } from '../connectors/registry.js';
+import type { RepositoryService } from '../domain/repository/repository-service.js';
+import type { CommandService } from '../domain/commands/command-service.js';
+import type { Logger } from '../logging/logger.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { JobQueue } from '../queue/job-queue.js';
+import type { Database } from '../storage/driver/database.js';
+
+/** Everything the API and the workers share; built once per process by `buildServices`. */
+export interface Services {
+  config: AppConfig;
+  log: Logger;
+  db: Database;
+  blobs: BlobStore;
+  queue: JobQueue;
+  metrics: Metrics;
+  permissions: Permissions;
+  verifier: TokenVerifier;
+  devIssuer?: DevIssuer;
+  registry: ConnectorRegistry;
+  repository: RepositoryService;
+  commands: CommandService;
+}
