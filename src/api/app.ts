@@ -27,7 +27,13 @@ export function createApp(s: Services, state: AppState): Koa {
   // Nothing matched (allowedMethods below turns a known path with another method into 405).
   app.use(async (ctx, next) => {
     await next();
-    if (ctx.status === 404 && ctx.body == null) throw notFound('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    if (ctx.body != null) return;
+    if (ctx.status === 404) throw notFound('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    if (ctx.status === 405) {
+      const allow = String(ctx.response.get('Allow') ?? '').split(/,\s*/).filter(Boolean);
+      throw methodNotAllowed('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, allow);
+    }
+    if (ctx.status === 501) throw new AppError(501, 'NOT_IMPLEMENTED', `${ctx.method} is not implemented`);
   });
 
   const open = new Router();
@@ -39,14 +45,9 @@ export function createApp(s: Services, state: AppState): Koa {
   // each area router authenticates first (see the routers)
   for (const r of [serviceRoutes(s), repoRoutes(s)]) v1.use(r.routes());
 
-  const allowed = {
-    throw: true,
-    methodNotAllowed: () => methodNotAllowed('METHOD_NOT_ALLOWED', 'this method is not allowed on this resource'),
-    notImplemented: () => new AppError(501, 'NOT_IMPLEMENTED', 'this method is not implemented'),
-  };
   for (const r of [open, v1Open, v1]) {
     app.use(r.routes());
-    app.use(r.allowedMethods(allowed));
+    app.use(r.allowedMethods());
   }
   return app;
 }

@@ -6,9 +6,10 @@ import { notFound } from '../errors/app-error.js';
 import type { Connector, ConnectorType } from './connector.js';
 import { storeConnectorType } from './store/store-connector.js';
 import { filesystemConnectorType } from './filesystem/filesystem-connector.js';
+import { mockConnectorType } from './mock/mock-connector.js';
 
 /** Every connector type, in one place. */
-export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType];
+export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType, mockConnectorType];
 
 /** The configured services (`{sid}` -> connector instance). */
 export class ConnectorRegistry {

@@ -120,9 +120,14 @@ export function toSql(q: Pick<ListQuery, 'filters' | 'sort'>, map: FieldMap, par
     params.push(f.value);
     where.push(f.regex ? `${lhs} ${f.regex.flags === 'i' ? '~*' : '~'} $${params.length}` : `${lhs} = $${params.length}`);
   }
+  // Sorting reads metadata as jsonb (#>), so numbers order as numbers, not as text.
   const order = q.sort.map((s) => {
-    const col = map.columns[s.field];
-    const e = col ?? expr(s.field);
+    let e = map.columns[s.field];
+    if (!e) {
+      const parts = s.field.startsWith('metadata.') ? s.field.slice('metadata.'.length).split('.') : s.field.split('.');
+      params.push(parts);
+      e = `(${map.metadata} #> $${params.length}::text[])`;
+    }
     return `${e} ${s.desc ? 'DESC' : 'ASC'} NULLS LAST`;
   });
   order.push(tiebreak);

@@ -1,12 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { lstat, mkdir, rename, rm, type FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { lstat, mkdir, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RepositoryBackend, WrittenContent } from '../connector.js';
 import type { EntryRow } from '../../domain/repository/entry.js';
 import { AppError, conflict, forbidden, notFound, payloadTooLarge } from '../../errors/app-error.js';
-import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, validateName } from './safe-path.js';
+import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, splitRelPath, validateName } from './safe-path.js';
 import { refreshEntry, syncCollection } from './filesystem-sync.js';
 
 const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
@@ -120,8 +121,10 @@ export function filesystemBackend(root: string): RepositoryBackend {
       // copyFile takes paths and would follow a symlink swapped in for the source.
       const input = await openNoFollow(root, source.abs, READ_FLAGS);
       let output: FileHandle;
+      let stats: Stats;
       try {
-        if (!(await input.stat()).isFile()) throw conflict('NOT_A_DOCUMENT', `"${entry.path}" is not a file`);
+        stats = await input.stat();
+        if (!stats.isFile()) throw conflict('NOT_A_DOCUMENT', `"${entry.path}" is not a file`);
         output = await openNoFollow(root, abs, CREATE_FLAGS);
       } catch (err) {
         await input.close();
@@ -129,21 +132,32 @@ export function filesystemBackend(root: string): RepositoryBackend {
         throw err;
       }
       try {
-        await pipeline(input.createReadStream(), output.createWriteStream());
+        // writeFile(handle) leaves the handle open for utimes; a stream over it would hold it past close().
+        await writeFile(output, input.createReadStream());
+        // Keep the source's mtime (like cp -p) so the copy matches the content version the service
+        // copies from the source row. Seconds as a double lose sub-microsecond bits: aim at the
+        // middle of the millisecond so the whole-ms fingerprint survives the rounding.
+        await output.utimes(stats.atime, (Math.floor(stats.mtimeMs) + 0.5) / 1000);
       } catch (err) {
         await rm(abs, { force: true });
         throw err;
+      } finally {
+        await output.close();
       }
       return { path: dest };
     },
 
     async remove(entry) {
       if (isRoot(entry)) throw forbidden('ROOT_READONLY', 'the repository root cannot be deleted');
+      const rel = relPathOf(entry);
+      splitRelPath(rel); // '..' or absolute: a forged row, refused loudly
       let abs: string;
       try {
-        abs = await resolveParent(root, relPathOf(entry));
+        abs = await resolveParent(root, rel);
       } catch (err) {
-        if (isNotFound(err)) return; // already gone with its parent
+        // Gone with its parent, or a directory on the way is now a symlink: either way nothing
+        // of this entry is left inside the root, and the row may go without touching anything.
+        if (isNotFound(err) || (err instanceof AppError && err.code === 'PATH_ESCAPE')) return;
         throw err;
       }
       // rm does not follow symlinks: a link in the way is unlinked, never its target.

@@ -3,7 +3,10 @@ import type { Connector, ConnectorType, RepositoryBackend } from '../connector.j
 import type { BlobStore } from '../../blobs/blob-store.js';
 import { COMMAND_NAMES } from '../connector.js';
 
-const optionsSchema = z.strictObject({});
+const optionsSchema = z.strictObject({
+  /** Repository commands this service runs (default: all); [] turns commands off. */
+  commands: z.array(z.enum(COMMAND_NAMES)).default([...COMMAND_NAMES]),
+});
 
 /**
  * The built-in repository: records in PostgreSQL, bytes in the content-addressed
@@ -28,11 +31,11 @@ export const storeConnectorType: ConnectorType = {
   type: 'store',
   description: 'Built-in document repository (database records, content-addressed blobs)',
   create(ctx): Connector {
-    optionsSchema.parse(ctx.config.options);
+    const options = optionsSchema.parse(ctx.config.options);
     return {
       sid: ctx.sid,
       type: 'store',
-      capabilities: { repository: { commands: COMMAND_NAMES, contentDelete: true, contentWrite: true } },
+      capabilities: { repository: { commands: options.commands, contentDelete: true, contentWrite: true } },
       repository: storeBackend(ctx.blobs),
     };
   },

@@ -80,8 +80,8 @@ export class CommandService {
       }
       case 'import': {
         const { target } = params as { target?: string };
-        const dest = target ? await this.repo.get(p, sid, target, 'write') : await this.repo.root(sid);
         if (!target) this.permissions.require(p, 'documents', 'write');
+        const dest = target ? await this.repo.get(p, sid, target, 'write') : await this.repo.root(sid);
         if (dest.type !== 'collection') throw conflict('TARGET_NOT_COLLECTION', `target ${dest.uuid} is not a collection`);
         break;
       }

@@ -117,8 +117,8 @@ export class RepositoryService {
   async create(p: Principal, sid: string, parentUuid: string | undefined, input: EntryInput, owner: string | null): Promise<EntryRow> {
     const { backend } = this.backend(sid);
     checkName(input.name);
-    const parent = parentUuid ? await this.get(p, sid, parentUuid, 'write') : await this.root(sid);
     if (!parentUuid) this.permissions.require(p, 'documents', 'write');
+    const parent = parentUuid ? await this.get(p, sid, parentUuid, 'write') : await this.root(sid);
     if (parent.type !== 'collection') throw methodNotAllowed('NOT_A_COLLECTION', `entry ${parent.uuid} is not a collection; entries can only be created in collections`);
     const row: EntryRow = {
       uuid: randomUUID(), sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata,

@@ -85,8 +85,9 @@ export async function childRows(env: Env, parent: EntryRow | string): Promise<En
 }
 
 export async function allPaths(env: Env): Promise<string[]> {
-  const { rows } = await env.db.query<{ path: string }>('SELECT path FROM entries WHERE sid = $1 ORDER BY path', [env.sid]);
-  return rows.map((r) => r.path);
+  const { rows } = await env.db.query<{ path: string }>('SELECT path FROM entries WHERE sid = $1', [env.sid]);
+  // Sorted here: database collation would order 'aXb' and 'a_b' differently per locale.
+  return rows.map((r) => r.path).sort();
 }
 
 /** The AppError code (or errno code) a promise rejects with. */

@@ -1,0 +1,12 @@
+import { spawnServer, requestJson } from './lib.js';
+import { execFileSync } from 'node:child_process';
+const s = await spawnServer('bench/server.ts', []);
+const { url, token } = s.info as { url: string; token: string };
+const made = await requestJson('POST', `${url}/v1/services/store/repo`, token, { name: 'x.bin', type: 'document' });
+const uuid = (made.body as { uuid: string }).uuid;
+execFileSync('bash', ['-c', 'head -c 268435456 /dev/urandom > /tmp/_src.bin; sync']);
+const out = (args: string[]) => execFileSync('curl', args, { encoding: 'utf8' });
+console.log('upload', out(['-s', '-o', '/dev/null', '-w', '%{http_code} %{speed_upload} %{time_total}\n', '-T', '/tmp/_src.bin', '-H', `Authorization: Bearer ${token}`, '-H', 'Content-Type: application/octet-stream', `${url}/v1/services/store/repo/${uuid}/content`]));
+console.log('download', out(['-s', '-o', '/dev/null', '-w', '%{http_code} %{speed_download} %{time_total}\n', '-H', `Authorization: Bearer ${token}`, `${url}/v1/services/store/repo/${uuid}/content`]));
+console.log('download', out(['-s', '-o', '/dev/null', '-w', '%{http_code} %{speed_download} %{time_total}\n', '-H', `Authorization: Bearer ${token}`, `${url}/v1/services/store/repo/${uuid}/content`]));
+await s.stop();

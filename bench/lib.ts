@@ -1,0 +1,272 @@
+/** Shared helpers of the benchmarks: child servers, /proc sampling, small HTTP calls. */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface ServerInfo {
+  /** Which helper printed the line ('server', 'bare'). */
+  bench: string;
+  url: string;
+  pid: number;
+  token?: string;
+  schema?: string;
+  prefix?: string;
+  dataDir?: string;
+  logLevel?: string;
+  [key: string]: unknown;
+}
+
+export interface ChildServer {
+  info: ServerInfo;
+  child: ChildProcess;
+  /** Bytes the child wrote on stdout after its ready line (its logs). */
+  logBytes(): number;
+  /** SIGTERM, then wait (bounded) for exit; SIGKILL if it hangs. */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+/**
+ * Spawns `node [nodeArgs] --import tsx <script> [args]` (the child is the node
+ * process itself, so its pid is the server's) and waits for the stdout line
+ * that parses as JSON with `bench`, `url` and `pid` (pino log lines also carry
+ * `pid` and sometimes `url`, hence the `bench` marker). Later stdout (logs) is counted and
+ * discarded; stderr is passed through.
+ */
+export function spawnServer(script: string, args: string[] = [], nodeArgs: string[] = [], opts: { compiledDir?: string; timeoutMs?: number } = {}): Promise<ChildServer> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  // compiled: the same file, built to JavaScript by compileServers(), run by plain node (as in production)
+  const entry = opts.compiledDir
+    ? [path.join(opts.compiledDir, script.replace(/\.ts$/, '.js'))]
+    : ['--import', 'tsx', path.join(ROOT, script)];
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, ...args], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  let logBytes = 0;
+  let buffered = '';
+  let ready = false;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise<ChildServer>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} did not print its ready line within ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    void exited.then((code) => {
+      if (!ready) {
+        clearTimeout(timer);
+        reject(new Error(`${script} exited with code ${code} before it was ready`));
+      }
+    });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (ready) {
+        logBytes += chunk.length;
+        return;
+      }
+      buffered += chunk.toString('utf8');
+      // bounded: one pass over the complete lines received so far
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        if (ready) {
+          logBytes += line.length + 1;
+          continue;
+        }
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        const p = parsed as Partial<ServerInfo>;
+        if (typeof p.bench === 'string' && typeof p.url === 'string' && typeof p.pid === 'number') {
+          ready = true;
+          clearTimeout(timer);
+          const info = p as ServerInfo;
+          if (info.pid !== child.pid) {
+            reject(new Error(`${script} reported pid ${info.pid} but the spawned process is ${child.pid}`));
+            child.kill('SIGKILL');
+            return;
+          }
+          resolve({
+            info,
+            child,
+            logBytes: () => logBytes,
+            stop: async (stopTimeoutMs = 40_000) => {
+              if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+              child.kill('SIGTERM');
+              const t = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
+              const code = await exited;
+              clearTimeout(t);
+              child.stdin?.destroy();
+              return code;
+            },
+          });
+        } else {
+          logBytes += line.length + 1;
+        }
+      }
+      if (ready) logBytes += buffered.length;
+    });
+  });
+}
+
+/** Reads `VmRSS`, `VmHWM` (bytes) of a process from /proc; undefined when it is gone. */
+export function procMemory(pid: number): { rss: number; hwm: number } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const kb = (key: string) => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text);
+    return m ? Number(m[1]) * 1024 : 0;
+  };
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** User+system CPU time of a process in seconds (from /proc/<pid>/stat). */
+export function procCpuSeconds(pid: number): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // fields after the ")" of the command name; utime and stime are fields 14 and 15
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(rest[11]) + Number(rest[12]);
+  return ticks / 100; // USER_HZ is 100 on Linux
+}
+
+/** Samples a process's VmRSS every `everyMs` and keeps the maximum. */
+export class RssSampler {
+  peak = 0;
+  samples = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly pid: number, private readonly everyMs = 50) {}
+
+  start(): this {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), this.everyMs);
+    return this;
+  }
+
+  sample(): void {
+    const m = procMemory(this.pid);
+    if (!m) return;
+    this.samples += 1;
+    if (m.rss > this.peak) this.peak = m.rss;
+  }
+
+  stop(): number {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.sample();
+    return this.peak;
+  }
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: unknown;
+  raw: Buffer;
+}
+
+/** A small JSON request over a fresh connection (bounded by `timeoutMs`). */
+export function requestJson(method: string, url: string, token: string | undefined, json?: unknown, timeoutMs = 30_000): Promise<JsonResponse> {
+  return new Promise((resolve, reject) => {
+    const payload = json === undefined ? undefined : Buffer.from(JSON.stringify(json));
+    const headers: Record<string, string | number> = {};
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (payload) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = payload.length;
+    }
+    const req = http.request(url, { method, headers, timeout: timeoutMs, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        let body: unknown = raw.toString('utf8');
+        if ((res.headers['content-type'] ?? '').includes('json') && raw.length > 0) {
+          try {
+            body = JSON.parse(raw.toString('utf8'));
+          } catch {
+            // keep the text
+          }
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, raw });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url} timed out after ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** Throws a readable error unless the response has the expected status. */
+export function expectStatus(res: JsonResponse, expected: number, what: string): void {
+  if (res.status !== expected) {
+    throw new Error(`${what}: expected HTTP ${expected}, got ${res.status}: ${res.raw.toString('utf8').slice(0, 500)}`);
+  }
+}
+
+export const MiB = 1024 * 1024;
+export const fmt = (n: number, digits = 1) => n.toFixed(digits);
+
+/** Prints rows as an aligned text table. */
+export function printTable(header: string[], rows: (string | number)[][]): void {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+export type ServerMode = 'tsx' | 'compiled';
+
+export function parseModes(raw: string): ServerMode[] {
+  const modes = raw.split(',').map((m) => m.trim()).filter(Boolean);
+  for (const m of modes) if (m !== 'tsx' && m !== 'compiled') throw new Error(`--server: "${m}" is not tsx or compiled`);
+  if (modes.length === 0) throw new Error('--server: give tsx, compiled or tsx,compiled');
+  return modes as ServerMode[];
+}
+
+/**
+ * Builds src/ and the bench servers to JavaScript in a temporary directory with
+ * the project's compiler (as `npm run build` does for dist/, without touching
+ * dist/), so a server can run under plain `node` without the tsx loader.
+ * `--noCheck`: emit only; type errors are the typecheck's business, not the benchmark's.
+ */
+export async function compileServers(): Promise<{ dir: string; cleanup(): void }> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-dist-'));
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      execFile(process.execPath, [path.join(ROOT, 'node_modules/typescript7/bin/tsc'), '-p', path.join(ROOT, 'bench/tsconfig.server.json'), '--outDir', dir, '--noCheck'],
+        { cwd: ROOT, timeout: 300_000 }, (err, stdout, stderr) => (err ? reject(new Error(`tsc failed: ${stdout}${stderr}`)) : resolve()));
+    });
+    // bare imports ('koa', 'pg', ...) resolve through the project's node_modules
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+    // the docs routes look for openapi/ above their module
+    symlinkSync(path.join(ROOT, 'openapi'), path.join(dir, 'openapi'), 'dir');
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
+  return { dir, cleanup };
+}

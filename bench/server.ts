@@ -1,0 +1,135 @@
+/**
+ * Benchmark helper: starts the whole runtime (API + workers) in this process
+ * with its own temporary DATA_DIR, PostgreSQL schema and Redis prefix, and
+ * prints one JSON line on stdout:
+ *
+ *   {"bench":"server","url":"http://127.0.0.1:PORT","token":"...","pid":123,"schema":"bench_x","prefix":"bench-x","dataDir":"/tmp/...","logLevel":"info"}
+ *
+ * The runtime's own logs also go to stdout (pino), so readers pick the line
+ * with `"bench":"server"`. On SIGTERM/SIGINT, or when stdin closes (the parent
+ * died), it stops the runtime, drops its schema and Redis keys, removes its
+ * DATA_DIR and exits 0 (so `--cpu-prof` profiles get written).
+ *
+ * Flags: --log-level <fatal|error|warn|info|debug|trace|silent> (default: the
+ * configuration's, i.e. LOG_LEVEL or `info`), --keep (leave schema/keys/files).
+ *
+ * Run: node --import tsx bench/server.ts [--log-level warn]
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { loadConfig } from '../src/config/load.js';
+import { readEnv } from '../src/config/env.js';
+import { createLogger } from '../src/logging/logger.js';
+import { startRuntime } from '../src/runtime/runtime.js';
+
+const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
+const REDIS_URL = 'redis://127.0.0.1:6379';
+
+const { values: args } = parseArgs({
+  options: {
+    'log-level': { type: 'string' },
+    keep: { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+
+const suffix = `${Date.now().toString(36)}${randomBytes(4).toString('hex')}`;
+const schema = `bench_${suffix}`;
+const prefix = `bench-${suffix}`;
+const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-bench-server-'));
+
+const config = loadConfig({
+  env: readEnv(),
+  overrides: {
+    dataDir,
+    role: 'all',
+    ...(args['log-level'] ? { logLevel: args['log-level'] } : {}),
+    server: { port: 0, host: '127.0.0.1' },
+    redis: { url: REDIS_URL, prefix },
+    database: { url: DATABASE_URL, schema },
+  },
+});
+const log = createLogger(config.logLevel);
+
+async function dropStorage(): Promise<void> {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    // bounded: a bench prefix holds a few dozen BullMQ keys
+    for (let i = 0; i < 10_000; i++) {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  } finally {
+    redis.disconnect();
+  }
+  await rm(dataDir, { recursive: true, force: true });
+}
+
+// Signals that arrive while the runtime is starting are honoured once it is up.
+let pendingSignal: string | undefined;
+const early = (sig: string) => () => {
+  pendingSignal ??= sig;
+};
+process.on('SIGTERM', early('SIGTERM'));
+process.on('SIGINT', early('SIGINT'));
+
+let runtime: Awaited<ReturnType<typeof startRuntime>>;
+try {
+  runtime = await startRuntime(config, { api: true, workers: true }, log);
+} catch (err) {
+  process.stderr.write(`bench/server: cannot start the runtime: ${(err as Error).stack ?? String(err)}\n`);
+  if (!args.keep) await dropStorage().catch(() => {});
+  process.exit(1);
+}
+if (!runtime.services.devIssuer) throw new Error('bench/server: no development issuer (is OIDC_ISSUER set?)');
+const token = await runtime.services.devIssuer.mint({ user: 'bench', roles: ['admin'], expiresIn: 6 * 3600 });
+
+let stopping = false;
+async function shutdown(reason: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  const force = setTimeout(() => {
+    process.stderr.write('bench/server: shutdown took longer than 30 s; exiting\n');
+    process.exit(2);
+  }, 30_000);
+  force.unref();
+  try {
+    await runtime.stop();
+    // services.db is closed by stop(); the schema is dropped over a fresh connection
+    if (!args.keep) await dropStorage();
+    process.stderr.write(`bench/server: stopped (${reason})${args.keep ? '' : `; dropped schema ${schema}, prefix ${prefix}, ${dataDir}`}\n`);
+    process.exit(0);
+  } catch (err) {
+    process.stderr.write(`bench/server: shutdown failed: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  }
+}
+process.removeAllListeners('SIGTERM');
+process.removeAllListeners('SIGINT');
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+if (pendingSignal) void shutdown(pendingSignal);
+// The parent keeps stdin open; EOF means it is gone, so do not linger.
+process.stdin.on('end', () => void shutdown('stdin closed'));
+process.stdin.on('error', () => void shutdown('stdin error'));
+process.stdin.resume();
+
+process.stdout.write(`${JSON.stringify({
+  bench: 'server', url: runtime.url, token, pid: process.pid, schema, prefix, dataDir, logLevel: config.logLevel,
+})}\n`);

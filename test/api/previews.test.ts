@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PDFDocument } from 'pdf-lib';
+import sharp from 'sharp';
+import { eventually, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import type { TestClient } from '../helpers/client.js';
+
+let rt: TestRuntime;
+let api: TestClient;
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  api = rt.client.withToken(await rt.token('alice', ['admin']));
+});
+afterAll(() => rt?.close());
+
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+
+for (const sid of ['store', 'files']) {
+  describe(`previews made by the worker (${sid})`, () => {
+    const base = `/v1/services/${sid}/repo`;
+
+    it('PDF: first page preview, thumbnail embedded as base64 PNG, remade when content changes', async () => {
+      const pdf = await PDFDocument.create();
+      pdf.addPage([595, 842]);
+      pdf.addPage([842, 595]);
+      const bytes = Buffer.from(await pdf.save());
+      const doc = (await api.post(base, { name: 'letter.pdf', type: 'document' })).body.uuid as string;
+      expect((await api.request('PUT', `${base}/${doc}/content`, { body: bytes, headers: { 'content-type': 'application/pdf' } })).status).toBe(204);
+      const preview = await eventually(async () => {
+        const res = await api.get(`${base}/${doc}/preview`);
+        return res.status === 200 ? res : undefined;
+      });
+      expect(preview.headers.get('content-type')).toBe('image/png');
+      expect(preview.raw.subarray(0, 4).equals(PNG)).toBe(true);
+      const meta = await sharp(preview.raw).metadata();
+      expect(meta.height).toBe(1024);
+      expect(Math.abs(meta.width! / meta.height! - 595 / 842)).toBeLessThan(0.01);
+      const withThumb = await api.get(`${base}/${doc}?embed=thumb,icon`);
+      const thumb = Buffer.from(withThumb.body.embedded['content-type'].thumb, 'base64');
+      expect((await sharp(thumb).metadata()).height).toBe(128);
+      expect(withThumb.body.embedded['content-type'].icon.value).toBe('picture_as_pdf');
+      // new content: the old preview no longer counts until the worker made the new one
+      const img = await sharp({ create: { width: 400, height: 200, channels: 3, background: '#3366cc' } }).png().toBuffer();
+      await api.request('PUT', `${base}/${doc}/content`, { body: img, headers: { 'content-type': 'image/png' } });
+      const second = await eventually(async () => {
+        const res = await api.get(`${base}/${doc}/preview`);
+        return res.status === 200 ? res : undefined;
+      });
+      const m2 = await sharp(second.raw).metadata();
+      expect([m2.width, m2.height]).toEqual([400, 200]);
+    });
+
+    it('the preview command re-makes a preview; unsupported content fails the command', async () => {
+      const img = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#ff0000' } }).jpeg().toBuffer();
+      const doc = (await api.post(base, { name: 'red.jpg', type: 'document' })).body.uuid as string;
+      await api.request('PUT', `${base}/${doc}/content`, { body: img, headers: { 'content-type': 'image/jpeg' } });
+      const cid = (await api.post(`${base}/command`, { command: 'preview', parameters: { source: doc } })).body.cid as string;
+      const done = await eventually(async () => {
+        const s = await api.get(`${base}/command/${cid}`);
+        return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
+      });
+      expect(done).toMatchObject({ state: 'success', result: { uuid: doc, href: `${base}/${doc}/preview` } });
+      expect((await api.get(`${base}/${doc}/preview`)).status).toBe(200);
+      const txt = (await api.post(base, { name: 'notes.txt', type: 'document' })).body.uuid as string;
+      await api.request('PUT', `${base}/${txt}/content`, { body: 'plain text', headers: { 'content-type': 'text/plain' } });
+      const cid2 = (await api.post(`${base}/command`, { command: 'preview', parameters: { source: txt } })).body.cid as string;
+      const failed = await eventually(async () => {
+        const s = await api.get(`${base}/command/${cid2}`);
+        return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
+      });
+      expect(failed).toMatchObject({ state: 'failure', error: { code: 'PREVIEW_UNSUPPORTED' } });
+      const res = await api.get(`${base}/${txt}/preview`);
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe('PREVIEW_UNAVAILABLE');
+    });
+  });
+}
