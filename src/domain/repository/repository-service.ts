@@ -130,12 +130,10 @@ export class RepositoryService {
     const made = await backend.create(row, parent);
     try {
       const inserted = await store.insertEntry(this.db, {
-        ...row, parent: parent.uuid, path: made.path ?? null,
-        // a file created by a backend exists with zero bytes
-        content: made.path !== undefined && input.type === 'document'
-          ? { size: 0, mimeType: 'application/octet-stream', sha256: null, version: `e${Date.now()}` } : null,
+        ...row, parent: parent.uuid, path: made.path ?? null, content: null,
       });
-      return inserted!;
+      // a backend that keeps files fills in what the new (empty) file looks like
+      return (backend.refresh ? await backend.refresh(this.db, inserted!) : inserted) ?? inserted!;
     } catch (err) {
       await backend.remove({ ...row, path: made.path ?? null }).catch(() => {});
       translate(err);

@@ -1,0 +1,66 @@
+/**
+ * Floor for the listing benchmark: a bare Koa + @koa/router server, one route,
+ * answering with a precomputed array of 100 objects shaped like the project's
+ * repository entries (Koa serialises it per request, as the project's must).
+ * No authentication, logging, metrics or database. Prints one JSON line
+ * `{"bench":"bare","url","pid","bodyBytes"}` on stdout; exits on SIGTERM/SIGINT
+ * or when stdin closes.
+ *
+ * Run: node --import tsx bench/bare-server.ts
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import Router from '@koa/router';
+
+const parent = randomUUID();
+const created = new Date().toISOString();
+const entries = Array.from({ length: 100 }, (_, i) => {
+  const uuid = randomUUID();
+  const href = `/v1/services/store/repo/${uuid}`;
+  return {
+    uuid,
+    name: `doc-${String(i + 1).padStart(6, '0')}`,
+    type: 'document',
+    metadata: {},
+    creator: 'bench',
+    owner: null,
+    created,
+    modified: created,
+    size: null,
+    mimeType: null,
+    sha256: null,
+    links: {
+      self: { href },
+      parent: { href: `/v1/services/store/repo/${parent}` },
+      content: { href: `${href}/content` },
+      preview: { href: `${href}/preview` },
+    },
+  };
+});
+
+const app = new Koa();
+const router = new Router();
+router.get('/v1/services/:sid/repo/:uuid/children', (ctx) => {
+  ctx.body = entries;
+});
+app.use(router.routes());
+app.use(router.allowedMethods());
+
+const server = http.createServer({ keepAliveTimeout: 65_000 }, app.callback());
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+const { port } = server.address() as AddressInfo;
+
+const stop = () => {
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+  setTimeout(() => process.exit(0), 5000).unref();
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+process.stdin.on('end', stop);
+process.stdin.on('error', stop);
+process.stdin.resume();
+
+process.stdout.write(`${JSON.stringify({ bench: 'bare', url: `http://127.0.0.1:${port}`, pid: process.pid, bodyBytes: Buffer.byteLength(JSON.stringify(entries)) })}\n`);
