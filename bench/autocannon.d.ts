@@ -1,6 +1,6 @@
 /** The part of autocannon's API the benchmarks use (the package ships no types). */
 declare module 'autocannon' {
-  interface Stats {
+  export interface Stats {
     average: number;
     mean: number;
     stddev: number;
@@ -13,7 +13,7 @@ declare module 'autocannon' {
     p99: number;
     [key: string]: number;
   }
-  interface Options {
+  export interface Options {
     url: string;
     connections?: number;
     duration?: number;
@@ -23,7 +23,7 @@ declare module 'autocannon' {
     headers?: Record<string, string>;
     body?: string | Buffer;
   }
-  interface Result {
+  export interface Result {
     url: string;
     requests: Stats;
     latency: Stats;

@@ -148,6 +148,19 @@ export function procCpuSeconds(pid: number): number | undefined {
   return ticks / 100; // USER_HZ is 100 on Linux
 }
 
+/** Machine-wide CPU jiffies (all cores) from /proc/stat: busy and total. */
+export function machineCpu(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/** Average number of busy cores machine-wide between two machineCpu() snapshots. */
+export function busyCores(a: { busy: number; total: number }, b: { busy: number; total: number }): number {
+  return ((b.busy - a.busy) / (b.total - a.total || 1)) * os.cpus().length;
+}
+
 /** Samples a process's VmRSS every `everyMs` and keeps the maximum. */
 export class RssSampler {
   peak = 0;

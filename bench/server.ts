@@ -51,7 +51,8 @@ const config = loadConfig({
     ...(args['log-level'] ? { logLevel: args['log-level'] } : {}),
     server: { port: 0, host: '127.0.0.1' },
     redis: { url: REDIS_URL, prefix },
-    database: { url: DATABASE_URL, schema },
+    // application_name lets the benchmarks find this server's PostgreSQL backends (pg_stat_activity) and their CPU
+    database: { url: `${DATABASE_URL}?application_name=${schema}`, schema },
   },
 });
 const log = createLogger(config.logLevel);

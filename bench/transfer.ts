@@ -1,7 +1,7 @@
 /**
  * Content transfer benchmark (docs/benchmarks.md).
  *
- *   npm run bench:transfer -- [--size 1024] [--runs 1] [--server tsx|compiled|tsx,compiled] [--dir /tmp]
+ *   npm run bench:transfer -- [--size 1024] [--runs 3] [--server tsx|compiled|tsx,compiled] [--dir /tmp]
  *
  * 1. Writes a file of `--size` MiB of random bytes (streamed, hashed on the way).
  * 2. Floor: copies it with fs.createReadStream -> fs.createWriteStream, and with fs.copyFile.
@@ -10,13 +10,15 @@
  *    (GET .../content, streamed) and checks the sha256 of both ends, while
  *    sampling the server's VmRSS every 50 ms (and reading VmHWM at the end).
  *
- * Before every timed step the previous step's output is deleted and `sync`
- * runs, so no step pays for another's dirty pages. Prints a table and, last, one
+ * Each run does the floor copies and then the API steps, so noise from other
+ * load hits them alike; figures are medians over `--runs`. Before every timed
+ * step the previous step's output is deleted and `sync` runs, so no step pays
+ * for another's dirty pages. Prints a table and, last, one
  * JSON line with every figure.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, rmSync } from 'node:fs';
 import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -26,14 +28,14 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import {
-  compileServers, expectStatus, fmt, MiB, parseModes, printTable, procMemory, requestJson, RssSampler, spawnServer,
+  busyCores, compileServers, expectStatus, fmt, machineCpu, MiB, procCpuSeconds, parseModes, printTable, procMemory, requestJson, RssSampler, spawnServer,
   type ChildServer, type ServerMode,
 } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
     size: { type: 'string', default: '1024' },
-    runs: { type: 'string', default: '1' },
+    runs: { type: 'string', default: '3' },
     server: { type: 'string', default: 'tsx' },
     dir: { type: 'string', default: os.tmpdir() },
   },
@@ -78,12 +80,27 @@ async function sha256Of(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-async function timed(fn: () => Promise<void>): Promise<number> {
+/** Machine-wide busy cores during each timed step, by step name (other people's load shows here). */
+const busy: Record<string, number[]> = {};
+
+/** CPU (in cores) of this process (the client) and of the server during each timed step. */
+const cpu: Record<string, { client: number[]; server: number[] }> = {};
+
+async function timed(step: string, fn: () => Promise<void>, serverPid?: number): Promise<number> {
   await rm(target, { force: true });
   syncDisks();
+  const m0 = machineCpu();
+  const c0 = process.cpuUsage();
+  const s0 = serverPid ? procCpuSeconds(serverPid) ?? 0 : 0;
   const start = process.hrtime.bigint();
   await fn();
-  return seconds(start);
+  const s = seconds(start);
+  (busy[step] ??= []).push(busyCores(m0, machineCpu()));
+  const c = process.cpuUsage(c0);
+  const entry = (cpu[step] ??= { client: [], server: [] });
+  entry.client.push((c.user + c.system) / 1e6 / s);
+  if (serverPid) entry.server.push(((procCpuSeconds(serverPid) ?? 0) - s0) / s);
+  return s;
 }
 
 function upload(url: string, token: string, uuid: string): Promise<{ status: number; etag: string | undefined; body: string }> {
@@ -128,6 +145,18 @@ async function download(url: string, token: string, uuid: string): Promise<numbe
   return bytes;
 }
 
+interface Session {
+  mode: ServerMode;
+  server: ChildServer;
+  url: string;
+  token: string;
+  pid: number;
+  rssIdleBytes: number;
+  sampler: RssSampler;
+  uploadS: number[];
+  downloadS: number[];
+}
+
 interface ServerResult {
   mode: ServerMode;
   uploadS: number[];
@@ -136,53 +165,48 @@ interface ServerResult {
   rssPeakBytes: number;
   hwmBytes: number;
   rssSamples: number;
-  clientRssPeakBytes: number;
   logBytes: number;
 }
 
-async function measureServer(mode: ServerMode, compiledDir: string | undefined, sha: string): Promise<ServerResult> {
-  let server: ChildServer | undefined;
-  try {
-    server = await spawnServer('bench/server.ts', [], [], { compiledDir });
-    const { url, token, pid } = server.info as { url: string; token: string; pid: number };
-    await new Promise((r) => setTimeout(r, 1000)); // let startup settle (workers, first reconcile)
-    const rssIdleBytes = procMemory(pid)?.rss ?? 0;
-    const sampler = new RssSampler(pid, 50).start();
-    const client = new RssSampler(process.pid, 50).start();
-    const uploadS: number[] = [];
-    const downloadS: number[] = [];
-    for (let run = 0; run < runs; run++) {
-      const made = await requestJson('POST', `${url}/v1/services/store/repo`, token, { name: `transfer-${run}.bin`, type: 'document' });
-      expectStatus(made, 200, 'POST /v1/services/store/repo');
-      const uuid = (made.body as { uuid: string }).uuid;
+/** One upload and one download through a server, both checked against the source's sha256. */
+async function transferOnce(x: Session, run: number, sha: string): Promise<void> {
+  const made = await requestJson('POST', `${x.url}/v1/services/store/repo`, x.token, { name: `transfer-${run}.bin`, type: 'document' });
+  expectStatus(made, 200, 'POST /v1/services/store/repo');
+  const uuid = (made.body as { uuid: string }).uuid;
 
-      let up: Awaited<ReturnType<typeof upload>> | undefined;
-      uploadS.push(await timed(async () => {
-        up = await upload(url, token, uuid);
-      }));
-      if (up!.status !== 204) throw new Error(`upload: expected HTTP 204, got ${up!.status}: ${up!.body.slice(0, 500)}`);
-      if (up!.etag !== `"${sha}"`) throw new Error(`upload: ETag ${up!.etag} is not the source's sha256 "${sha}"`);
+  let up: Awaited<ReturnType<typeof upload>> | undefined;
+  x.uploadS.push(await timed(`upload ${x.mode}`, async () => {
+    up = await upload(x.url, x.token, uuid);
+  }, x.pid));
+  if (up!.status !== 204) throw new Error(`upload: expected HTTP 204, got ${up!.status}: ${up!.body.slice(0, 500)}`);
+  if (up!.etag !== `"${sha}"`) throw new Error(`upload: ETag ${up!.etag} is not the source's sha256 "${sha}"`);
 
-      let bytes = 0;
-      downloadS.push(await timed(async () => {
-        bytes = await download(url, token, uuid);
-      }));
-      if (bytes !== size) throw new Error(`download: got ${bytes} bytes, expected ${size}`);
-      const got = await sha256Of(target);
-      if (got !== sha) throw new Error(`download: sha256 ${got} differs from the source's ${sha}`);
-      await rm(target, { force: true });
-      console.error(`[${mode}] run ${run + 1}/${runs}: upload ${fmt(sizeMiB / uploadS.at(-1)!)} MiB/s, download ${fmt(sizeMiB / downloadS.at(-1)!)} MiB/s, sha256 ok`);
-    }
-    const rssPeakBytes = sampler.stop();
-    const clientRssPeakBytes = client.stop();
-    const hwmBytes = procMemory(pid)?.hwm ?? 0;
-    return { mode, uploadS, downloadS, rssIdleBytes, rssPeakBytes, hwmBytes, rssSamples: sampler.samples, clientRssPeakBytes, logBytes: server.logBytes() };
-  } finally {
-    await server?.stop();
-  }
+  let bytes = 0;
+  x.downloadS.push(await timed(`download ${x.mode}`, async () => {
+    bytes = await download(x.url, x.token, uuid);
+  }, x.pid));
+  if (bytes !== size) throw new Error(`download: got ${bytes} bytes, expected ${size}`);
+  const got = await sha256Of(target);
+  if (got !== sha) throw new Error(`download: sha256 ${got} differs from the source's ${sha}`);
+  await rm(target, { force: true });
+  console.error(`[${x.mode}] run ${run + 1}/${runs}: upload ${fmt(sizeMiB / x.uploadS.at(-1)!)} MiB/s, download ${fmt(sizeMiB / x.downloadS.at(-1)!)} MiB/s, sha256 ok`);
 }
 
 let compiled: Awaited<ReturnType<typeof compileServers>> | undefined;
+const sessions: Session[] = [];
+// Ctrl-C: the servers get the signal too and clean up after themselves; remove our files
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  // `on`, not `once`: tsx relays the terminal's SIGINT, so it can arrive twice
+  process.on(sig, () => {
+    if (interrupted) return;
+    interrupted = true;
+    for (const x of sessions) x.server.child.kill('SIGTERM');
+    compiled?.cleanup();
+    rmSync(work, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
 try {
   console.error(`generating ${sizeMiB} MiB of random bytes in ${source} ...`);
   const genStart = process.hrtime.bigint();
@@ -191,39 +215,66 @@ try {
   if ((await stat(source)).size !== size) throw new Error('generated file has the wrong size');
   console.error(`generated in ${fmt(genS, 2)} s, sha256 ${sha}`);
 
+  if (modes.includes('compiled')) compiled = await compileServers();
+  for (const mode of modes) {
+    const server = await spawnServer('bench/server.ts', [], [], { compiledDir: mode === 'compiled' ? compiled!.dir : undefined });
+    const { url, token, pid } = server.info as { url: string; token: string; pid: number };
+    sessions.push({ mode, server, url, token, pid, rssIdleBytes: 0, sampler: new RssSampler(pid, 50), uploadS: [], downloadS: [] });
+  }
+  await new Promise((r) => setTimeout(r, 1500)); // let start-up settle (workers, first reconcile)
+  for (const x of sessions) {
+    x.rssIdleBytes = procMemory(x.pid)?.rss ?? 0;
+    x.sampler.start();
+  }
+  const client = new RssSampler(process.pid, 50).start();
+
+  // the floor and the API steps alternate, so a noisy neighbour hits them alike
   const streamCopyS: number[] = [];
   const copyFileS: number[] = [];
   for (let run = 0; run < runs; run++) {
-    streamCopyS.push(await timed(() => pipeline(createReadStream(source), createWriteStream(target))));
+    streamCopyS.push(await timed('copy stream', () => pipeline(createReadStream(source), createWriteStream(target))));
     if ((await stat(target)).size !== size) throw new Error('stream copy has the wrong size');
-    copyFileS.push(await timed(() => copyFile(source, target)));
+    copyFileS.push(await timed('copy copyFile', () => copyFile(source, target)));
     if ((await stat(target)).size !== size) throw new Error('copyFile copy has the wrong size');
     await rm(target, { force: true });
+    console.error(`[floor] run ${run + 1}/${runs}: stream copy ${fmt(sizeMiB / streamCopyS.at(-1)!)} MiB/s, copyFile ${fmt(sizeMiB / copyFileS.at(-1)!)} MiB/s`);
+    // rotate the servers' order per run: the step right after the floor copies tends to fare differently
+    for (let i = 0; i < sessions.length; i++) await transferOnce(sessions[(i + run) % sessions.length]!, run, sha);
   }
 
-  if (modes.includes('compiled')) compiled = await compileServers();
-  const servers: ServerResult[] = [];
-  for (const mode of modes) servers.push(await measureServer(mode, mode === 'compiled' ? compiled!.dir : undefined, sha));
+  const clientRssPeakBytes = client.stop();
+  const servers: ServerResult[] = sessions.map((x) => ({
+    mode: x.mode, uploadS: x.uploadS, downloadS: x.downloadS, rssIdleBytes: x.rssIdleBytes,
+    rssPeakBytes: x.sampler.stop(), hwmBytes: procMemory(x.pid)?.hwm ?? 0, rssSamples: x.sampler.samples, logBytes: x.server.logBytes(),
+  }));
 
   const rate = (s: number[]) => sizeMiB / median(s);
+  const busyOf = (step: string) => (busy[step] ?? []).map((b) => fmt(b, 2)).join(' ');
+  const cpuOf = (step: string) => {
+    const c = cpu[step];
+    if (!c) return '';
+    return `${fmt(median(c.client), 2)}${c.server.length ? ` / ${fmt(median(c.server), 2)}` : ''}`;
+  };
+  const range = (s: number[]) => `${fmt(sizeMiB / Math.max(...s), 0)}-${fmt(sizeMiB / Math.min(...s), 0)}`;
   const copyRate = rate(streamCopyS);
   const copyFileRate = rate(copyFileS);
   const rows: (string | number)[][] = [
-    ['copy: createReadStream -> createWriteStream (floor)', fmt(copyRate), fmt(median(streamCopyS), 2), '1.00', fmt(copyRate / copyFileRate, 2)],
-    ['copy: fs.copyFile', fmt(copyFileRate), fmt(median(copyFileS), 2), fmt(copyFileRate / copyRate, 2), '1.00'],
+    ['copy: createReadStream -> createWriteStream (floor)', fmt(copyRate), range(streamCopyS), fmt(median(streamCopyS), 2), '1.00', fmt(copyRate / copyFileRate, 2), cpuOf('copy stream'), busyOf('copy stream')],
+    ['copy: fs.copyFile', fmt(copyFileRate), range(copyFileS), fmt(median(copyFileS), 2), fmt(copyFileRate / copyRate, 2), '1.00', cpuOf('copy copyFile'), busyOf('copy copyFile')],
   ];
   for (const r of servers) {
     const up = rate(r.uploadS);
     const down = rate(r.downloadS);
-    rows.push([`upload PUT .../content (server: ${r.mode})`, fmt(up), fmt(median(r.uploadS), 2), fmt(up / copyRate, 2), fmt(up / copyFileRate, 2)]);
-    rows.push([`download GET .../content (server: ${r.mode})`, fmt(down), fmt(median(r.downloadS), 2), fmt(down / copyRate, 2), fmt(down / copyFileRate, 2)]);
+    rows.push([`upload PUT .../content (server: ${r.mode})`, fmt(up), range(r.uploadS), fmt(median(r.uploadS), 2), fmt(up / copyRate, 2), fmt(up / copyFileRate, 2), cpuOf(`upload ${r.mode}`), busyOf(`upload ${r.mode}`)]);
+    rows.push([`download GET .../content (server: ${r.mode})`, fmt(down), range(r.downloadS), fmt(median(r.downloadS), 2), fmt(down / copyRate, 2), fmt(down / copyFileRate, 2), cpuOf(`download ${r.mode}`), busyOf(`download ${r.mode}`)]);
   }
   console.log(`\ntransfer of ${sizeMiB} MiB, ${runs} run(s) (median), ${os.cpus().length} cores, node ${process.version}`);
-  printTable(['step', 'MiB/s', 's', 'x stream copy', 'x copyFile'], rows);
+  printTable(['step', 'MiB/s (median)', 'min-max', 's (median)', 'x stream copy', 'x copyFile', 'cores client / server', 'machine busy cores per run'], rows);
   console.log('');
-  printTable(['server', 'RSS idle MiB', 'RSS peak MiB (50 ms samples)', 'VmHWM MiB', 'target', 'client RSS peak MiB'],
+  printTable(['server', 'RSS idle MiB', 'RSS peak MiB (50 ms samples)', 'VmHWM MiB', 'target'],
     servers.map((r) => [r.mode, fmt(r.rssIdleBytes / MiB), fmt(r.rssPeakBytes / MiB), fmt(r.hwmBytes / MiB),
-      r.rssPeakBytes < 200 * MiB ? '< 200: met' : '< 200: MISSED', fmt(r.clientRssPeakBytes / MiB)]));
+      r.rssPeakBytes < 200 * MiB ? '< 200: met' : '< 200: MISSED']));
+  console.log(`client (this process) RSS peak: ${fmt(clientRssPeakBytes / MiB)} MiB`);
 
   const result = {
     bench: 'transfer',
@@ -231,10 +282,14 @@ try {
     runs,
     cores: os.cpus().length,
     node: process.version,
+    loadavg: os.loadavg(),
+    machineBusyCores: busy,
+    processCores: cpu,
     sha256: sha,
     generateS: genS,
     copyStream: { MiBps: copyRate, seconds: streamCopyS },
     copyFile: { MiBps: copyFileRate, seconds: copyFileS },
+    clientRssPeakMiB: clientRssPeakBytes / MiB,
     servers: servers.map((r) => ({
       mode: r.mode,
       upload: { MiBps: rate(r.uploadS), seconds: r.uploadS, ratioToStreamCopy: rate(r.uploadS) / copyRate, ratioToCopyFile: rate(r.uploadS) / copyFileRate },
@@ -244,13 +299,16 @@ try {
       serverRssPeakMiB: r.rssPeakBytes / MiB,
       serverVmHWMMiB: r.hwmBytes / MiB,
       rssSamples: r.rssSamples,
-      clientRssPeakMiB: r.clientRssPeakBytes / MiB,
       serverLogBytes: r.logBytes,
       targets: { transferRatio: 0.5, rssMiB: 200, uploadMet: rate(r.uploadS) / copyRate >= 0.5, downloadMet: rate(r.downloadS) / copyRate >= 0.5, rssMet: r.rssPeakBytes < 200 * MiB },
     })),
   };
   console.log(JSON.stringify(result));
 } finally {
+  for (const x of sessions) {
+    x.sampler.stop();
+    await x.server.stop();
+  }
   compiled?.cleanup();
   await rm(work, { recursive: true, force: true });
 }

@@ -23,23 +23,35 @@ export async function main(role: 'all' | 'api' | 'worker'): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel, { role });
-  const runtime = await startRuntime(config, PARTS[role], log).catch((err: unknown) => {
-    log.fatal({ err }, 'start failed');
-    process.exit(1);
-  });
-  const onSignal = (signal: string) => {
-    log.info({ signal }, 'signal received');
+  const shutdownTimeoutMs = config.server.shutdownTimeoutMs;
+  // Signals are handled from the first moment: one that arrives during start-up stops the runtime once it is up.
+  let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
+  let stopRequested = false;
+  const stop = () => {
     const force = setTimeout(() => {
       log.error('shutdown took too long; exiting');
       process.exit(1);
-    }, config.server.shutdownTimeoutMs);
+    }, shutdownTimeoutMs);
     force.unref();
-    runtime.stop().then(() => process.exit(0), (err: unknown) => {
+    runtime!.stop().then(() => process.exit(0), (err: unknown) => {
       log.error({ err }, 'shutdown failed');
       process.exit(1);
     });
   };
+  const onSignal = (signal: string) => {
+    log.info({ signal }, 'signal received');
+    if (stopRequested) return;
+    stopRequested = true;
+    if (runtime) stop();
+  };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+  try {
+    runtime = await startRuntime(config, PARTS[role], log);
+  } catch (err) {
+    log.fatal({ err }, 'start failed');
+    process.exit(1);
+  }
+  if (stopRequested) stop();
 }

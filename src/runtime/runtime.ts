@@ -23,6 +23,11 @@ export interface Runtime {
   stop(): Promise<void>;
 }
 
+function starting(_req: http.IncomingMessage, res: http.ServerResponse): void {
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+  res.end(JSON.stringify({ status: 503, code: 'STARTING', message: 'the service is starting; try again shortly' }));
+}
+
 function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -45,6 +50,8 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   if (parts.api) {
     // Listen first: with port 0 the development issuer's URL needs the real port.
     server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 });
+    // Until the services are up, every request gets a 503 (never a hanging socket).
+    server.on('request', starting);
     port = await listen(server, config.server.port, config.server.host);
   }
   let services: Services;
@@ -56,6 +63,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   }
   const s = services;
   if (server) {
+    server.off('request', starting);
     server.on('request', createApp(s, state).callback());
     log.info({ url: `http://${config.server.host}:${port}/v1`, docs: `http://${config.server.host}:${port}/docs` }, 'API listening');
   }
@@ -67,12 +75,14 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       concurrency: config.queues.concurrency,
       onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
     });
+    log.debug('workers started; reconciling');
     const tick = () => reconcile(s).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
     await tick();
     timer = setInterval(tick, config.queues.reconcileIntervalMs);
     timer.unref();
     await s.queue.schedule('housekeeping.run', {}, config.queues.housekeepingIntervalMs)
       .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping yet'));
+    log.info({ concurrency: config.queues.concurrency }, 'workers running');
   }
   await s.registry.start();
 
@@ -82,9 +92,16 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       state.shuttingDown = true;
       log.info('shutting down');
       if (server) {
+        // Requests in flight may finish (an upload loses nothing); after half the
+        // shutdown budget the remaining connections (stalled clients) are cut.
         const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
         server.closeIdleConnections();
+        const grace = setTimeout(() => {
+          log.warn('connections still open after the grace period; closing them');
+          server!.closeAllConnections();
+        }, config.server.shutdownTimeoutMs / 2);
         await closed;
+        clearTimeout(grace);
       }
       await s.registry.stop();
       if (timer) clearInterval(timer);

@@ -182,7 +182,9 @@ describe('an external OIDC issuer (discovery + JWKS over HTTP)', () => {
       expect((await ext.client.get('/v1/services', { token: dev })).status).toBe(401);
       expect((await ext.client.get('/v1/auth', { token: undefined })).body.url).toBe(issuer);
       // the development issuer is off
-      expect((await fetch(`${ext.url}/dev-issuer/jwks`)).status).toBe(404);
+      const jwks = await fetch(`${ext.url}/dev-issuer/jwks`);
+      expect(jwks.status).toBe(404);
+      await jwks.arrayBuffer();
     } finally {
       await ext.close();
       idp.close();

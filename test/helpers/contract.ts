@@ -60,7 +60,6 @@ export interface CheckedResponse {
 
 /** Throws with a readable message when the response does not match the document. */
 export function checkContract(method: string, urlPath: string, res: CheckedResponse): void {
-  if (process.env.CONTRACT_OFF_TMP) return; // TEMP-REMOVE
   const api = apiFor(urlPath);
   if (!api) return; // routes outside the APIs (health, docs, dev issuer)
   const rel = urlPath.slice(api.prefix.length) || '/';

@@ -51,7 +51,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
       dataDir,
       role: 'all',
       logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
-      server: { port: 0, host: '127.0.0.1' },
+      server: { port: 0, host: '127.0.0.1', shutdownTimeoutMs: 5000 },
       database: db === 'postgres' ? { url: TEST_DATABASE_URL, schema } : { schema: 'public' },
       redis: { url: TEST_REDIS_URL, prefix },
       commands: { importAllowPrivate: true },

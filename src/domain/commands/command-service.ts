@@ -101,19 +101,21 @@ export class CommandService {
   /** The status; a final one is returned once and the command is deleted. */
   async status(p: Principal, sid: string, cid: string): Promise<CommandStatus> {
     this.supports(sid);
-    return this.db.transaction(async (tx) => {
+    // The delete of a delivered or expired command must commit, so the 404 is thrown after the transaction.
+    const found = await this.db.transaction(async (tx) => {
       const row = await commands.getCommand(tx, cid, true);
-      if (!row || row.sid !== sid) throw notFound('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
-      if (row.expires.getTime() < Date.now() && isFinal(row.state)) {
-        await commands.deleteCommand(tx, cid);
-        throw notFound('COMMAND_NOT_FOUND', `command ${cid} has expired`, { cid });
-      }
+      if (!row || row.sid !== sid) return undefined;
       const scope = this.permissions.require(p, 'documents', 'read');
-      if (scope === 'own' && !isOwn(p, { creator: row.creator })) {
-        throw notFound('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
+      if (scope === 'own' && !isOwn(p, { creator: row.creator })) return undefined;
+      if (isFinal(row.state) && row.expires.getTime() < Date.now()) {
+        await commands.deleteCommand(tx, cid);
+        return 'expired' as const;
       }
       if (isFinal(row.state)) await commands.deleteCommand(tx, cid);
       return presentCommand(row);
     });
+    if (found === 'expired') throw notFound('COMMAND_NOT_FOUND', `command ${cid} has expired`, { cid });
+    if (!found) throw notFound('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
+    return found;
   }
 }

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+let rt: TestRuntime;
+beforeAll(async () => {
+  rt = await startTestRuntime();
+});
+afterAll(() => rt?.close());
+
+describe('services', () => {
+  it('lists the configured services with their capabilities', async () => {
+    const api = rt.client.withToken(await rt.token('u', ['user']));
+    const res = await api.get('/v1/services');
+    expect(res.status).toBe(200);
+    expect(res.body.map((s: { sid: string }) => s.sid)).toEqual(['store', 'files', 'nocmd', 'mock']);
+    const store = res.body[0];
+    expect(store).toMatchObject({ sid: 'store', type: 'store', capabilities: { repository: true, commands: ['copy', 'move', 'delete', 'import', 'preview'] } });
+    expect(store.links.repo.href).toBe('/v1/services/store/repo');
+    expect(res.body[2].capabilities.commands).toEqual([]);
+    expect(res.body[3].capabilities.repository).toBe(false);
+  });
+
+  it('one service; 404 for an unknown one', async () => {
+    const api = rt.client.withToken(await rt.token('u', ['user']));
+    expect((await api.get('/v1/services/files')).body.type).toBe('filesystem');
+    const res = await api.get('/v1/services/unknown');
+    expect(res.status).toBe(404);
+    expect(res.body.code).toBe('SERVICE_NOT_FOUND');
+  });
+});
+
+describe('health, readiness, metrics, docs', () => {
+  it('/healthz and /readyz (database and Redis)', async () => {
+    const health = await fetch(`${rt.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${rt.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' } });
+  });
+
+  it('/metrics: request durations by route template, queue depths, job outcomes', async () => {
+    const api = rt.client.withToken(await rt.token('u', ['admin']));
+    await api.get('/v1/services/store');
+    const doc = await api.post('/v1/services/store/repo', { name: 'm.txt', type: 'document' });
+    await api.request('PUT', `/v1/services/store/repo/${doc.body.uuid}/content`, { body: 'x', headers: { 'content-type': 'text/plain' } });
+    await new Promise((r) => setTimeout(r, 500));
+    const text = await (await fetch(`${rt.url}/metrics`)).text();
+    expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/v1\/services\/:sid",status="200"\} \d+/);
+    expect(text).toMatch(/queue_jobs\{queue="commands",state="waiting"\} \d+/);
+    expect(text).toMatch(/queue_job_outcomes_total\{queue="previews",name="preview.render",outcome="completed"\} \d+/);
+    expect(text).toMatch(/process_resident_memory_bytes/);
+  });
+
+  it('serves the OpenAPI document and a docs page', async () => {
+    const doc = await (await fetch(`${rt.url}/openapi/workflow-api.json`)).json() as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toContain('/services/{sid}/repo/{uuid}/content');
+    const page = await fetch(`${rt.url}/docs`);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await page.text()).toContain('swagger-ui-bundle.js');
+    const bundle = await fetch(`${rt.url}/docs/assets/swagger-ui-bundle.js`);
+    expect(bundle.status).toBe(200);
+    expect((await bundle.text()).length).toBeGreaterThan(100_000);
+    const escape = await fetch(`${rt.url}/docs/assets/..%2Fpackage.json`);
+    expect(escape.status).toBe(404);
+    await escape.arrayBuffer();
+  });
+});
