@@ -52,7 +52,27 @@ export class TokenVerifier {
     return this.keys;
   }
 
+  /**
+   * Verified tokens are remembered until they expire: a backend that polls with
+   * the same token pays for the signature check once, not on every request.
+   * Bounded; the oldest entries go first.
+   */
+  private readonly cache = new Map<string, Principal>();
+  private static readonly CACHE_MAX = 10_000;
+
   async verify(token: string): Promise<Principal> {
+    const hit = this.cache.get(token);
+    if (hit) {
+      if (hit.expires * 1000 + this.opts.clockToleranceSec * 1000 > Date.now()) return hit;
+      this.cache.delete(token);
+    }
+    const principal = await this.verifyFresh(token);
+    if (this.cache.size >= TokenVerifier.CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(token, principal);
+    return principal;
+  }
+
+  private async verifyFresh(token: string): Promise<Principal> {
     let keys: JWTVerifyGetKey;
     try {
       keys = await this.discover();

@@ -19,10 +19,28 @@ function iconOf(e: EntryRow): { font: string; value: string } {
 }
 
 /** The RepoEntry JSON of DESIGN.md section 6, with the requested embedded parts. */
-export async function presentEntry(
+export function presentEntry(
+  e: EntryRow,
+  ctx: { principal: Principal; repo: RepositoryService; blobs: BlobStore; embed: Set<EntryEmbed> },
+): Promise<Record<string, unknown>> | Record<string, unknown> {
+  // Only thumbnails need I/O; everything else is built synchronously (listings are hot).
+  return ctx.embed.has('thumb') ? presentWithThumb(e, ctx) : build(e, ctx, undefined);
+}
+
+async function presentWithThumb(
   e: EntryRow,
   ctx: { principal: Principal; repo: RepositoryService; blobs: BlobStore; embed: Set<EntryEmbed> },
 ): Promise<Record<string, unknown>> {
+  // thumbnails are small PNGs (thumbSize px), so reading one whole is fine
+  const thumb = e.thumb_sha256 ? await readFile(ctx.blobs.pathOf(e.thumb_sha256)).then((b) => b.toString('base64'), () => undefined) : undefined;
+  return build(e, ctx, thumb);
+}
+
+function build(
+  e: EntryRow,
+  ctx: { principal: Principal; repo: RepositoryService; blobs: BlobStore; embed: Set<EntryEmbed> },
+  thumb: string | undefined,
+): Record<string, unknown> {
   const href = entryHref(e);
   const links: Record<string, { href: string }> = { self: { href } };
   if (e.parent) links.parent = { href: `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.parent}` };
@@ -58,10 +76,7 @@ export async function presentEntry(
     }
     const contentType: Record<string, unknown> = {};
     if (ctx.embed.has('icon')) contentType.icon = iconOf(e);
-    if (ctx.embed.has('thumb') && e.thumb_sha256) {
-      // thumbnails are small PNGs (thumbSize px), so reading one whole is fine
-      contentType.thumb = await readFile(ctx.blobs.pathOf(e.thumb_sha256)).then((b) => b.toString('base64'), () => undefined);
-    }
+    if (thumb !== undefined) contentType.thumb = thumb;
     if (Object.keys(contentType).length > 0) embedded['content-type'] = contentType;
     out.embedded = embedded;
   }

@@ -138,7 +138,8 @@ export function repoRoutes(s: Services): Router {
     const uuid = uuidParam(ctx, 'uuid');
     const rows = await repo.children(principal(ctx), param(ctx, 'sid'), uuid, q);
     if (rows.length === 0) throw notFound('NO_CHILDREN', `collection ${uuid} has no children${q.offset > 0 ? ' at this offset' : ''}`);
-    ctx.body = await Promise.all(rows.map((e) => present(ctx, e, embed)));
+    // presentEntry is synchronous unless thumbnails are embedded (listings are the hot path)
+    ctx.body = embed.has('thumb') ? await Promise.all(rows.map((e) => present(ctx, e, embed))) : rows.map((e) => present(ctx, e, embed));
   });
 
   router.get('/services/:sid/repo/:uuid/content', async (ctx) => {

@@ -66,7 +66,8 @@ export async function listEntries(sql: Sql, sid: string, scope: ListScope, q: Li
     params.push(scope.ownedBy);
     where.push(`(creator = ANY($${params.length}::text[]) OR owner = ANY($${params.length}::text[]))`);
   }
-  const frag = toSql(q, ENTRY_FIELDS, params, 'name ASC, uuid ASC');
+  // names are unique within a collection, so there `name` alone is a total order (and the index order)
+  const frag = toSql(q, ENTRY_FIELDS, params, scope.parent ? 'name ASC' : 'name ASC, uuid ASC');
   params.push(q.limit, q.offset);
   const { rows } = await sql.query<EntryRow>(
     `SELECT ${COLS} FROM entries WHERE ${[...where, ...frag.where].join(' AND ')}
