@@ -39,6 +39,8 @@ const { values: args } = parseArgs({
     entries: { type: 'string', default: '100000' },
     'deep-offset': { type: 'string', default: '50000' },
     'log-levels': { type: 'string', default: 'info,warn' },
+    /** Children listings cache of the API process (server.listingCacheBytes): measured on and off. */
+    'listing-cache': { type: 'string', default: 'on,off' },
     server: { type: 'string', default: 'tsx' },
     profile: { type: 'boolean', default: false },
     'profile-only': { type: 'boolean', default: false },
@@ -50,6 +52,8 @@ const warmup = Number(args.warmup);
 const connections = Number(args.connections);
 const entries = Number(args.entries);
 const deepOffset = Number(args['deep-offset']);
+const cacheModes = args['listing-cache'].split(',').map((m) => m.trim()).filter((m) => m === 'on' || m === 'off');
+if (cacheModes.length === 0) throw new Error('--listing-cache: on, off or on,off');
 const logLevels = args['log-levels'].split(',').map((l) => l.trim()).filter(Boolean);
 const [mode] = parseModes(args.server);
 if (!(duration >= 1 && duration <= 600)) throw new Error('--duration: 1 to 600 s');
@@ -154,8 +158,8 @@ async function measure(label: string, target: 'project' | 'bare', server: ChildS
 }
 
 /** Starts a project server, makes the collection through the API and the entries through SQL. */
-async function projectServer(logLevel: string, nodeArgs: string[], compiledDir: string | undefined) {
-  const server = await spawnServer('bench/server.ts', ['--log-level', logLevel], nodeArgs, { compiledDir });
+async function projectServer(logLevel: string, nodeArgs: string[], compiledDir: string | undefined, cache = 'on') {
+  const server = await spawnServer('bench/server.ts', ['--log-level', logLevel, ...(cache === 'off' ? ['--no-listing-cache'] : [])], nodeArgs, { compiledDir });
   try {
     const { url, token, schema } = server.info as { url: string; token: string; schema: string };
     const made = await requestJson('POST', `${url}/v1/services/store/repo`, token, { name: 'children-bench', type: 'collection' });
@@ -228,16 +232,18 @@ try {
   if (!args['profile-only']) await bareRun('bare koa (before)');
 
   for (const level of args['profile-only'] ? [] : logLevels) {
-    const p = await projectServer(level, [], compiled?.dir);
-    try {
-      seedMs[level] = p.seedMs;
-      projectBodyBytes[level] = p.bodyBytes;
-      console.error(`[log ${level}] seeded ${entries} entries in ${p.seedMs} ms; body ${p.bodyBytes[0]} bytes (bare: ${bareBodyBytes})`);
-      for (const offset of offsets) {
-        results.push(await measure(`project log=${level} offset=${offset}`, 'project', p.server, p.pathOf(offset), p.headers, { logLevel: level, offset }));
+    for (const cache of cacheModes) {
+      const p = await projectServer(level, [], compiled?.dir, cache);
+      try {
+        seedMs[level] = p.seedMs;
+        projectBodyBytes[level] = p.bodyBytes;
+        console.error(`[log ${level}, cache ${cache}] seeded ${entries} entries in ${p.seedMs} ms; body ${p.bodyBytes[0]} bytes (bare: ${bareBodyBytes})`);
+        for (const offset of offsets) {
+          results.push(await measure(`project log=${level} cache=${cache} offset=${offset}`, 'project', p.server, p.pathOf(offset), p.headers, { logLevel: level, offset }));
+        }
+      } finally {
+        await p.server.stop();
       }
-    } finally {
-      await p.server.stop();
     }
   }
 

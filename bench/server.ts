@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
   options: {
     'log-level': { type: 'string' },
     keep: { type: 'boolean', default: false },
+    'no-listing-cache': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -49,7 +50,7 @@ const config = loadConfig({
     dataDir,
     role: 'all',
     ...(args['log-level'] ? { logLevel: args['log-level'] } : {}),
-    server: { port: 0, host: '127.0.0.1' },
+    server: { port: 0, host: '127.0.0.1', ...(args['no-listing-cache'] ? { listingCacheBytes: 0 } : {}) },
     redis: { url: REDIS_URL, prefix },
     // application_name lets the benchmarks find this server's PostgreSQL backends (pg_stat_activity) and their CPU
     database: { url: `${DATABASE_URL}?application_name=${schema}`, schema },

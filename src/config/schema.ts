@@ -44,6 +44,8 @@ export const configSchema = z.strictObject({
     /** Largest content upload (bytes); 0 = unlimited. */
     maxUploadBytes: z.coerce.number().int().min(0).default(0),
     shutdownTimeoutMs: z.coerce.number().int().min(100).default(30_000),
+    /** Bytes of serialized children listings kept per API process; 0 turns the cache off. */
+    listingCacheBytes: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
   }).prefault({}),
   role: z.enum(['all', 'api', 'worker']).default('all'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

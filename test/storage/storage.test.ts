@@ -38,7 +38,7 @@ for (const [name, open] of drivers) {
     let root: string;
     beforeAll(async () => {
       ({ db, drop } = await open());
-      expect(await migrate(db)).toEqual([1]);
+      expect(await migrate(db)).toEqual([1, 2]);
       root = (await entries.ensureRoot(db, 'svc', null)).uuid;
     });
     afterAll(() => drop());
@@ -46,7 +46,7 @@ for (const [name, open] of drivers) {
     it('migrations apply once', async () => {
       expect(await migrate(db)).toEqual([]);
       const { rows } = await db.query<{ id: number }>('SELECT id FROM schema_migrations');
-      expect(rows.map((r) => r.id)).toEqual([1]);
+      expect(rows.map((r) => r.id)).toEqual([1, 2]);
     });
 
     it('the root collection is created once, with a stable id', async () => {

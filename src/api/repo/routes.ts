@@ -9,6 +9,7 @@ import { jsonBody } from '../middleware/json-body.js';
 import { body, param, principal, query, uuidParam } from '../context.js';
 import { validate } from '../validate.js';
 import { presentEntry } from './present.js';
+import { ListingCache } from './listing-cache.js';
 import { createEntrySchema, inactivesSchema, patchEntrySchema, replaceEntrySchema, EMBED_ENTRY, type EntryEmbed } from './schema.js';
 import type { EntryRow } from '../../domain/repository/entry.js';
 
@@ -43,6 +44,7 @@ export function repoRoutes(s: Services): Router {
   router.use(authenticate(s.verifier));
   const json = jsonBody(s.config.server.jsonLimit);
   const repo = s.repository;
+  const listings = new ListingCache(s.config.server.listingCacheBytes);
   const present = (ctx: Context, e: EntryRow, embed: Set<EntryEmbed> = new Set()) =>
     presentEntry(e, { principal: principal(ctx), repo, blobs: s.blobs, embed });
 
@@ -136,9 +138,30 @@ export function repoRoutes(s: Services): Router {
     const embed = embedParam(ctx, EMBED_ENTRY);
     const q = parseListQuery(query(ctx), ['embed']);
     const uuid = uuidParam(ctx, 'uuid');
-    const rows = await repo.children(principal(ctx), param(ctx, 'sid'), uuid, q);
+    const p = principal(ctx);
+    const sid = param(ctx, 'sid');
+    // Listings without embeds depend only on the rows, the owner filter and the query: cacheable.
+    const gen = embed.size === 0 && listings.enabled ? await repo.generation(sid) : undefined;
+    const key = `${sid}\n${uuid}\n${repo.listingScope(p)?.join('\n') ?? '*'}\n${ctx.querystring}`;
+    if (gen !== undefined) {
+      const hit = listings.get(key, gen);
+      if (hit) {
+        repo.authorize(p, hit.parent, 'read');
+        ctx.type = 'application/json';
+        ctx.body = hit.json;
+        return;
+      }
+    }
+    const { parent, rows } = await repo.children(p, sid, uuid, q);
     if (rows.length === 0) throw notFound('NO_CHILDREN', `collection ${uuid} has no children${q.offset > 0 ? ' at this offset' : ''}`);
-    // presentEntry is synchronous unless thumbnails are embedded (listings are the hot path)
+    if (gen !== undefined) {
+      const json = JSON.stringify(rows.map((e) => present(ctx, e, embed)));
+      listings.set(key, { gen, parent, json });
+      ctx.type = 'application/json';
+      ctx.body = json;
+      return;
+    }
+    // presentEntry is synchronous unless thumbnails are embedded
     ctx.body = embed.has('thumb') ? await Promise.all(rows.map((e) => present(ctx, e, embed))) : rows.map((e) => present(ctx, e, embed));
   });
 

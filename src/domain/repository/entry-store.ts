@@ -178,6 +178,12 @@ export async function isAncestorOrSelf(sql: Sql, sid: string, ancestor: string, 
   return rows[0]?.hit ?? false;
 }
 
+/** The service's change counter (moves on every entry change; see migration 002). */
+export async function generation(sql: Sql, sid: string): Promise<number> {
+  const { rows } = await sql.query<{ gen: number }>('SELECT gen FROM repo_generations WHERE sid = $1', [sid]);
+  return rows[0]?.gen ?? 0;
+}
+
 /** Tasks in status processing whose input lists use any of these documents. */
 export async function activeTasksUsing(sql: Sql, uuids: string[]): Promise<TaskRef[]> {
   if (uuids.length === 0) return [];

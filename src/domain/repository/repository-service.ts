@@ -96,12 +96,28 @@ export class RepositoryService {
     return this.permissions.require(p, 'documents', 'read') === 'own' ? p.identities : undefined;
   }
 
-  async children(p: Principal, sid: string, uuid: string, q: ListQuery): Promise<EntryRow[]> {
+  async children(p: Principal, sid: string, uuid: string, q: ListQuery): Promise<{ parent: EntryRow; rows: EntryRow[] }> {
     const parent = await this.get(p, sid, uuid);
     if (parent.type !== 'collection') throw notFound('NOT_A_COLLECTION', `entry ${uuid} is not a collection`, { uuid });
     const { backend } = this.backend(sid);
     if (backend.sync) await this.db.transaction((tx) => backend.sync!(tx, parent, false));
-    return store.listEntries(this.db, sid, { parent: parent.uuid, ownedBy: this.ownedFilter(p) }, q);
+    return { parent, rows: await store.listEntries(this.db, sid, { parent: parent.uuid, ownedBy: this.ownedFilter(p) }, q) };
+  }
+
+  /**
+   * The change counter of a service whose rows are the whole truth, for
+   * listing caches; undefined when the backend's tree can change behind the
+   * database's back (filesystem), where nothing may be cached.
+   */
+  async generation(sid: string): Promise<number | undefined> {
+    const { backend } = this.backend(sid);
+    if (backend.sync) return undefined;
+    return store.generation(this.db, sid);
+  }
+
+  /** Identities a listing is limited to (scope own), or undefined (scope all). */
+  listingScope(p: Principal): string[] | undefined {
+    return this.ownedFilter(p);
   }
 
   /** The root collection and a page of its entries: direct children (`root`) or every entry (`all`). */

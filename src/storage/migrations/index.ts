@@ -1,4 +1,5 @@
 import { m001Init } from './001-init.js';
+import { m002RepoGenerations } from './002-repo-generations.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
@@ -8,4 +9,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [m001Init];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations];
