@@ -108,6 +108,16 @@ describe('entries', () => {
     // content changes are refused too while the task runs
     const put = await api.request('PUT', `${base}/${doc.uuid}/content`, { body: 'x', headers: { 'content-type': 'text/plain' } });
     expect(put.status).toBe(409);
+    const delContent = await api.delete(`${base}/${doc.uuid}/content`);
+    expect(delContent.status).toBe(409);
+    expect(delContent.body.details.tasks[0].tid).toBe(tid);
+    // a collection holding it cannot be deleted either
+    const holder = await mk('holder', 'collection');
+    const inner = await mk('inner-in-use.pdf', 'document', holder.uuid);
+    await db.query(`INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid) VALUES ($1, $2, 1, 'x', 'store', $3)`, [randomUUID(), lid, inner.uuid]);
+    const delHolder = await api.delete(`${base}/${holder.uuid}`);
+    expect(delHolder.status).toBe(409);
+    expect(delHolder.body.details.tasks).toHaveLength(1);
     // inactives leaves it out
     const other = await mk('idle.pdf');
     const inactive = await api.post('/v1/repo/inactives', [doc.uuid, other.uuid]);
@@ -119,6 +129,15 @@ describe('entries', () => {
     await db.query(`UPDATE tasks SET status = 'processing' WHERE tid = $1`, [tid]);
     expect((await api.delete(`${base}/${doc.uuid}?force=true`)).status).toBe(204);
     expect((await api.get(`${base}/${doc.uuid}`)).status).toBe(404);
+  });
+
+  it('the root collection cannot be deleted (403) or changed (409)', async () => {
+    const root = (await api.get(`${base}?scope=root&limit=1`)).body.uuid as string;
+    const del = await api.delete(`${base}/${root}`);
+    expect(del.status).toBe(403);
+    expect(del.body.code).toBe('ROOT_READONLY');
+    expect((await api.patch(`${base}/${root}`, { name: 'renamed' })).status).toBe(409);
+    expect((await api.get(`${base}/${root}`)).status).toBe(200);
   });
 
   it('POST /repo/inactives: 400 for anything but a list of ids', async () => {
