@@ -1,10 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, type ReadStream } from 'node:fs';
 import { mkdir, rename, rm, stat, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { payloadTooLarge } from '../errors/app-error.js';
+import { meteredHash } from './metered-hash.js';
 
 export interface BlobInfo {
   sha256: string;
@@ -38,22 +38,10 @@ export class BlobStore {
   /** Streams `source` into the store; rejects with 413 past `maxBytes` (0 = unlimited). */
   async put(source: Readable, maxBytes = 0): Promise<BlobInfo> {
     const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
-    const hash = createHash('sha256');
-    let size = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        size += chunk.length;
-        if (maxBytes > 0 && size > maxBytes) {
-          done(payloadTooLarge(`content is larger than the limit of ${maxBytes} bytes`));
-          return;
-        }
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
+    const meter = meteredHash(maxBytes);
     try {
-      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx' }));
-      const sha256 = hash.digest('hex');
+      await pipeline(source, meter.stream, createWriteStream(tmp, { flags: 'wx' }));
+      const { sha256, size } = meter.result();
       const final = this.pathOf(sha256);
       await mkdir(path.dirname(final), { recursive: true });
       // rename is atomic; an existing blob with this hash already holds the same bytes

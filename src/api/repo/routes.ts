@@ -89,25 +89,17 @@ export function repoRoutes(s: Services): Router {
     ctx.body = await present(ctx, await repo.get(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid')), embed);
   });
 
-  router.put('/services/:sid/repo/:uuid', json, async (ctx) => {
-    const p = principal(ctx);
-    const input = validate(replaceEntrySchema, body(ctx));
-    const sid = param(ctx, 'sid');
-    const uuid = uuidParam(ctx, 'uuid');
-    await checkType(ctx, input.type, input.uuid);
-    const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.permissions.ownerFor(p, 'documents', input.owner);
-    ctx.body = await present(ctx, await repo.update(p, sid, uuid, { name: input.name, metadata: input.metadata, owner }, 'replace'));
-  });
-
-  router.patch('/services/:sid/repo/:uuid', json, async (ctx) => {
-    const p = principal(ctx);
-    const input = validate(patchEntrySchema, body(ctx));
-    const sid = param(ctx, 'sid');
-    const uuid = uuidParam(ctx, 'uuid');
-    await checkType(ctx, input.type, input.uuid);
-    const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.permissions.ownerFor(p, 'documents', input.owner);
-    ctx.body = await present(ctx, await repo.update(p, sid, uuid, { name: input.name, metadata: input.metadata, owner }, 'merge'));
-  });
+  // PUT replaces the record (metadata wholesale), PATCH merges into it; both may rename.
+  for (const [method, schema, mode] of [['put', replaceEntrySchema, 'replace'], ['patch', patchEntrySchema, 'merge']] as const) {
+    router[method]('/services/:sid/repo/:uuid', json, async (ctx) => {
+      const p = principal(ctx);
+      const input = validate(schema, body(ctx));
+      await checkType(ctx, input.type, input.uuid);
+      const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.permissions.ownerFor(p, 'documents', input.owner);
+      const change = { name: input.name, metadata: input.metadata, owner };
+      ctx.body = await present(ctx, await repo.update(p, param(ctx, 'sid'), uuidParam(ctx, 'uuid'), change, mode));
+    });
+  }
 
   /** The kind of an entry and its id never change through PUT/PATCH. */
   async function checkType(ctx: Context, type: string | undefined, bodyUuid: unknown): Promise<void> {

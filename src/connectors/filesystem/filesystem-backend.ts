@@ -1,12 +1,13 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { lstat, mkdir, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RepositoryBackend, WrittenContent } from '../connector.js';
 import type { EntryRow } from '../../domain/repository/entry.js';
-import { AppError, conflict, forbidden, notFound, payloadTooLarge } from '../../errors/app-error.js';
+import { AppError, conflict, forbidden, notFound } from '../../errors/app-error.js';
+import { meteredHash } from '../../blobs/metered-hash.js';
 import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, splitRelPath, validateName } from './safe-path.js';
 import { refreshEntry, syncCollection } from './filesystem-sync.js';
 
@@ -32,23 +33,11 @@ async function assertFree(abs: string, rel: string, source?: { dev: number; ino:
   if (existing && !(source && existing.dev === source.dev && existing.ino === source.ino)) throw nameExists(rel);
 }
 
-/** Streams `source` into `handle`, hashing and counting; 413 past `maxBytes` (0 = unlimited). */
+/** Streams `source` into `sink`, hashing and counting; 413 past `maxBytes` (0 = unlimited). */
 async function meteredWrite(source: Readable, sink: NodeJS.WritableStream, maxBytes: number): Promise<{ size: number; sha256: string }> {
-  const hash = createHash('sha256');
-  let size = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      size += chunk.length;
-      if (maxBytes > 0 && size > maxBytes) {
-        done(payloadTooLarge(`content is larger than the limit of ${maxBytes} bytes`));
-        return;
-      }
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
-  await pipeline(source, meter, sink);
-  return { size, sha256: hash.digest('hex') };
+  const meter = meteredHash(maxBytes);
+  await pipeline(source, meter.stream, sink);
+  return meter.result();
 }
 
 /**
