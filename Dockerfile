@@ -38,4 +38,4 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
 # queues, Redis, database); give it time with `docker stop -t` /
 # compose's stop_grace_period.
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/entrypoints/all.js"]
+CMD ["node", "dist/src/entrypoints/server.js"]

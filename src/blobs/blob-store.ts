@@ -40,7 +40,8 @@ export class BlobStore {
     const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
     const meter = meteredHash(maxBytes);
     try {
-      await pipeline(source, meter.stream, createWriteStream(tmp, { flags: 'wx' }));
+      // a large buffer lets the file stream batch socket chunks into one writev
+      await pipeline(source, meter.stream, createWriteStream(tmp, { flags: 'wx', highWaterMark: 1024 * 1024 }));
       const { sha256, size } = meter.result();
       const final = this.pathOf(sha256);
       await mkdir(path.dirname(final), { recursive: true });

@@ -107,5 +107,8 @@ export function loadConfig(opts: LoadOptions = {}): AppConfig {
     throw new ConfigError('role (ROLE): the embedded database (no DATABASE_URL) is single-process, so only role "all" can use it');
   }
   if (Object.keys(config.auth.roles).length === 0) throw new ConfigError('auth.roles: at least one role must be configured');
+  if (config.auth.defaultRole && !(config.auth.defaultRole in config.auth.roles)) {
+    throw new ConfigError(`auth.defaultRole: "${config.auth.defaultRole}" is not one of auth.roles (${Object.keys(config.auth.roles).join(', ')})`);
+  }
   return config;
 }

@@ -4,7 +4,7 @@ import { loadConfig } from '../config/load.js';
 import { DevIssuer } from '../auth/dev-issuer.js';
 import { devIssuerUrl } from '../runtime/build-services.js';
 
-const USAGE = `usage: cli mint-token --user NAME [--roles admin,operator] [--email E] [--owner-of X] [--expires SECONDS]
+const USAGE = `usage: cli mint-token --user NAME [--roles admin,operator] [--email E] [--expires SECONDS]
 
 Mints an access token from the built-in development issuer (only when OIDC_ISSUER is unset).
 Uses the same DATA_DIR, HOST and PORT as the server.`;

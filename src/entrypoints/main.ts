@@ -9,12 +9,15 @@ const PARTS: Record<'all' | 'api' | 'worker', RuntimeParts> = {
   worker: { api: false, workers: true },
 };
 
-/** Shared start-up of the three role entrypoints: validate config, start, stop in order on SIGTERM/SIGINT. */
-export async function main(role: 'all' | 'api' | 'worker'): Promise<void> {
+/**
+ * Shared start-up of the entrypoints: validate config, start the parts of the
+ * role (the entrypoint's own, else ROLE), stop in order on SIGTERM/SIGINT.
+ */
+export async function main(forcedRole?: 'all' | 'api' | 'worker'): Promise<void> {
   const env = readEnv();
   let config;
   try {
-    config = loadConfig({ env: { ...env, ROLE: role } });
+    config = loadConfig({ env: forcedRole ? { ...env, ROLE: forcedRole } : env });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
@@ -22,6 +25,7 @@ export async function main(role: 'all' | 'api' | 'worker'): Promise<void> {
     }
     throw err;
   }
+  const role = config.role;
   const log = createLogger(config.logLevel, { role });
   const shutdownTimeoutMs = config.server.shutdownTimeoutMs;
   // Signals are handled from the first moment: one that arrives during start-up stops the runtime once it is up.
@@ -43,6 +47,13 @@ export async function main(role: 'all' | 'api' | 'worker'): Promise<void> {
     if (stopRequested) return;
     stopRequested = true;
     if (runtime) stop();
+    else {
+      // still starting: stop as soon as it is up, but never wait longer than the budget
+      setTimeout(() => {
+        log.error('start-up did not finish within the shutdown budget; exiting');
+        process.exit(1);
+      }, shutdownTimeoutMs).unref();
+    }
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
@@ -50,6 +61,11 @@ export async function main(role: 'all' | 'api' | 'worker'): Promise<void> {
   try {
     runtime = await startRuntime(config, PARTS[role], log);
   } catch (err) {
+    if (err instanceof ConfigError) {
+      // connector options are validated while the services are built
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      process.exit(78);
+    }
     log.fatal({ err }, 'start failed');
     process.exit(1);
   }

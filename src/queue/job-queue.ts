@@ -19,7 +19,28 @@ export interface JobQueue {
 }
 
 export interface WorkerPool {
-  close(): Promise<void>;
+  /** Lets running jobs finish (up to `timeoutMs`), then stops. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+/** Resolves with the promise, or after `ms` (a close must not hang on a Redis that is gone). */
+const within = (p: Promise<unknown>, ms: number): Promise<unknown> =>
+  Promise.race([p.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+
+/** Logs a connection error once per outage instead of on every retry. */
+function outageLogger(log: Logger, what: Record<string, unknown>) {
+  let down = false;
+  return {
+    error(err: Error) {
+      if (down) return;
+      down = true;
+      log.warn({ err, ...what }, 'Redis connection lost; retrying');
+    },
+    ready() {
+      if (down) log.info(what, 'Redis connection back');
+      down = false;
+    },
+  };
 }
 
 export type JobOutcome = 'completed' | 'failed' | 'retried';
@@ -48,7 +69,9 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     let q = queues.get(name);
     if (!q) {
       q = new Queue(name, { connection: connectionOf(opts.url), prefix: opts.prefix, defaultJobOptions: DEFAULT_JOB_OPTS });
-      q.on('error', (err) => opts.log.warn({ err, queue: name }, 'queue connection error'));
+      const outage = outageLogger(opts.log, { queue: name });
+      q.on('error', (err) => outage.error(err));
+      void q.waitUntilReady().then(() => outage.ready(), () => undefined);
       queues.set(name, q);
     }
     return q;
@@ -59,7 +82,7 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     async enqueue(name, data, enqueueOpts) {
       const payload = parseJob(name, data);
       const jobId = jobIdFor(name, payload);
-      await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay: enqueueOpts?.delayMs });
+      await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay: enqueueOpts?.delayMs, attempts: JOBS[name].attempts });
       return jobId;
     },
     async schedule(name, data, everyMs) {
@@ -78,7 +101,7 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       await pinger.ping();
     },
     async close() {
-      await Promise.all([...queues.values()].map((q) => q.close()));
+      await Promise.all([...queues.values()].map((q) => within(q.close(), 5000)));
       pinger.disconnect();
     },
   };
@@ -130,13 +153,19 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
       opts.onOutcome?.(queue, job.name, final ? 'failed' : 'retried');
       opts.log[final ? 'error' : 'warn']({ err, queue, job: job.id, attempt: job.attemptsMade }, final ? 'job failed' : 'job attempt failed; will retry');
     });
-    worker.on('error', (err) => opts.log.warn({ err, queue }, 'worker connection error'));
+    const outage = outageLogger(opts.log, { queue, worker: true });
+    worker.on('error', (err) => outage.error(err));
+    worker.on('ready', () => outage.ready());
     workers.push(worker);
   }
   return {
     // Worker.close() waits for running jobs to finish: drain before Redis goes away.
-    close: async () => {
-      await Promise.all(workers.map((w) => w.close()));
+    // Bounded, so that a Redis that is gone cannot hold the shutdown forever.
+    close: async (timeoutMs = 20_000) => {
+      await Promise.all(workers.map(async (w) => {
+        await within(w.close(), timeoutMs);
+        await within(w.close(true), 1000); // no-op when the graceful close finished
+      }));
     },
   };
 }

@@ -12,16 +12,20 @@ const sid = z.string().min(1).max(63);
 export const JOBS = {
   'command.run': {
     queue: 'commands',
+    attempts: 5,
     schema: z.strictObject({ cid: uuid, sid }),
     id: (d: { cid: string }) => `command.${d.cid}.run`,
   },
   'preview.render': {
     queue: 'previews',
+    // a file that fails three times (corrupt, encrypted, too slow) is recorded as unpreviewable
+    attempts: 3,
     schema: z.strictObject({ sid, uuid, version: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/) }),
     id: (d: { uuid: string; version: string }) => `preview.${d.uuid}.${d.version}`,
   },
   'housekeeping.run': {
     queue: 'housekeeping',
+    attempts: 1,
     schema: z.strictObject({}),
     id: () => 'housekeeping',
   },

@@ -36,7 +36,7 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     let verifier: TokenVerifier;
     const vopts = { audience: config.auth.audience, rolesClaim: config.auth.rolesClaim, clockToleranceSec: config.auth.clockToleranceSec, clientId: config.auth.clientId };
     if (config.auth.issuer) {
-      verifier = new TokenVerifier({ issuer: config.auth.issuer.replace(/\/$/, ''), ...vopts }, log.child({ component: 'auth' }));
+      verifier = new TokenVerifier({ issuer: config.auth.issuer, ...vopts }, log.child({ component: 'auth' }));
     } else {
       devIssuer = await DevIssuer.open(config.dataDir, devIssuerUrl(config, port));
       verifier = new TokenVerifier({ issuer: devIssuer.issuer, ...vopts }, log.child({ component: 'auth' }), devIssuer.keySet());

@@ -76,15 +76,18 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
     });
     log.debug('workers started; reconciling');
+    // Neither waits for Redis: with Redis down the process still starts (readyz says
+    // so) and the reconciler catches up once Redis is back.
     const tick = () => reconcile(s).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
-    await tick();
+    void tick();
     timer = setInterval(tick, config.queues.reconcileIntervalMs);
     timer.unref();
-    await s.queue.schedule('housekeeping.run', {}, config.queues.housekeepingIntervalMs)
-      .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping yet'));
+    void s.queue.schedule('housekeeping.run', {}, config.queues.housekeepingIntervalMs)
+      .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
+    // connectors' own activity (intake) belongs to the worker side
+    await s.registry.start();
     log.info({ concurrency: config.queues.concurrency }, 'workers running');
   }
-  await s.registry.start();
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -103,9 +106,9 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
         await closed;
         clearTimeout(grace);
       }
-      await s.registry.stop();
+      if (parts.workers) await s.registry.stop();
       if (timer) clearInterval(timer);
-      await workers?.close();
+      await workers?.close(config.server.shutdownTimeoutMs / 2);
       await s.queue.close();
       await s.db.close();
       log.info('stopped');

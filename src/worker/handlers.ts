@@ -2,7 +2,7 @@ import type { Services } from '../runtime/services.js';
 import type { JobHandlers } from '../queue/jobs.js';
 import { CommandRunner } from '../domain/commands/command-runner.js';
 import { deleteExpired } from '../domain/commands/command-store.js';
-import { getEntry, referencedBlobs } from '../domain/repository/entry-store.js';
+import { getEntry, referencedBlobs, setPreview } from '../domain/repository/entry-store.js';
 import { makePreview } from '../previews/preview-maker.js';
 
 /** The job handlers a worker process runs; each is small and calls a domain operation. */
@@ -15,11 +15,18 @@ export function jobHandlers(s: Services): JobHandlers {
   });
   return {
     'command.run': async ({ cid }) => runner.run(cid),
-    'preview.render': async ({ sid, uuid, version }) => {
+    'preview.render': async ({ sid, uuid, version }, job) => {
       const entry = await getEntry(s.db, sid, uuid);
       if (!entry || entry.content_version !== version) return; // content changed or entry gone: a newer job exists
       const { backend } = s.repository.backend(sid);
-      await makePreview({ db: s.db, blobs: s.blobs, log: s.log, sizes: s.config.previews }, backend, entry);
+      try {
+        await makePreview({ db: s.db, blobs: s.blobs, log: s.log, sizes: s.config.previews }, backend, entry);
+      } catch (err) {
+        if (!job.finalAttempt) throw err; // retried with backoff
+        // out of attempts (corrupt or encrypted file, timeouts): say so instead of "not ready" forever
+        await setPreview(s.db, sid, uuid, version, { preview: null, thumb: null, error: (err as Error).message.slice(0, 500) });
+        s.log.warn({ err, sid, uuid }, 'preview failed for good');
+      }
     },
     'housekeeping.run': async () => {
       const expired = await deleteExpired(s.db);

@@ -50,6 +50,17 @@ for (const sid of ['store', 'files']) {
       expect([m2.width, m2.height]).toEqual([400, 200]);
     });
 
+    it('a file that cannot be rendered (corrupt PDF) ends as unavailable after its retries, not "not ready" forever', async () => {
+      const doc = (await api.post(base, { name: 'broken.pdf', type: 'document' })).body.uuid as string;
+      await api.request('PUT', `${base}/${doc}/content`, { body: '%PDF-1.7 this is not really a pdf', headers: { 'content-type': 'application/pdf' } });
+      const res = await eventually(async () => {
+        const r = await api.get(`${base}/${doc}/preview`);
+        return r.body?.code === 'PREVIEW_UNAVAILABLE' ? r : undefined;
+      }, 30_000, 250);
+      expect(res.status).toBe(404);
+      expect(res.body.message).toMatch(/PDF/i);
+    }, 40_000);
+
     it('the preview command re-makes a preview; unsupported content fails the command', async () => {
       const img = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#ff0000' } }).jpeg().toBuffer();
       const doc = (await api.post(base, { name: 'red.jpg', type: 'document' })).body.uuid as string;

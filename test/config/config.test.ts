@@ -57,6 +57,22 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { CONFIG: extra } })).toThrow(/services/);
   });
 
+  it('a bad connector type or option also stops the start with 78 and the key', async () => {
+    for (const [yaml, message] of [
+      ['services:\n  x:\n    type: teleporter\n', /services\.x\.type: unknown connector type "teleporter"/],
+      ['services:\n  x:\n    type: filesystem\n    options:\n      root: 42\n', /services\.x\.options: root/],
+      ['services:\n  x:\n    type: store\n    options:\n      commands: [teleport]\n', /services\.x\.options: commands/],
+    ] as const) {
+      const file = path.join(dir, 'bad-service.yaml');
+      await writeFile(file, yaml);
+      const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/entrypoints/all.ts'], {
+        env: { PATH: process.env.PATH, CONFIG: file, DATA_DIR: path.join(dir, 'data'), PORT: '0' }, encoding: 'utf8', timeout: 60_000,
+      });
+      expect(res.status, res.stderr).toBe(78);
+      expect(res.stderr).toMatch(message);
+    }
+  }, 120_000);
+
   it('the entrypoint exits with the message, before touching anything', () => {
     const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/entrypoints/all.ts'], {
       env: { PATH: process.env.PATH, PORT: 'nope', DATA_DIR: dir }, encoding: 'utf8', timeout: 30_000,

@@ -125,4 +125,25 @@ describe('graceful shutdown', () => {
     expect(code).toBe(78);
     expect(refused.logs.join('\n')).toMatch(/embedded database/);
   }, 120_000);
+
+  it('Redis unreachable: the process still starts (readyz says why), and SIGTERM still stops it', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-sd-'));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const cfg = path.join(dataDir, 'fast.yaml');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(cfg, 'server:\n  shutdownTimeoutMs: 4000\n');
+    const { child, logs } = start('all', dataDir, port, { REDIS_URL: 'redis://127.0.0.1:1', CONFIG: cfg });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const body = await eventually(async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      const json = res ? await res.json() as { checks?: { redis?: string; database?: string } } : undefined;
+      return res?.status === 503 && json?.checks?.redis ? json : undefined;
+    }, 60_000, 250);
+    expect(body.checks!.database).toBe('ok');
+    expect(body.checks!.redis).not.toBe('ok');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(logs.filter((l) => l.includes('Redis connection lost')).length).toBeLessThan(10);
+  }, 120_000);
 });

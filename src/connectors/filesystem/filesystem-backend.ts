@@ -164,7 +164,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
       const tmp = path.join(path.dirname(abs), `.wcr-${randomUUID()}.part`);
       const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
       try {
-        const written = await meteredWrite(source, handle.createWriteStream(), maxBytes);
+        const written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024 }), maxBytes);
         // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
         await rename(tmp, abs);
         return { ...written, path: rel };
