@@ -85,6 +85,11 @@ export class BlobStore {
   async collectGarbage(isReferenced: (sha256s: string[]) => Promise<Set<string>>, graceMs = 3_600_000): Promise<number> {
     let removed = 0;
     const cutoff = Date.now() - graceMs;
+    // uploads that died half-way (crash, killed process) leave .part files behind
+    for (const name of await readdir(this.tmpDir).catch(() => [] as string[])) {
+      const info = await stat(path.join(this.tmpDir, name)).catch(() => undefined);
+      if (info && info.mtimeMs < Date.now() - 24 * 3_600_000) await rm(path.join(this.tmpDir, name), { force: true });
+    }
     for (const a of await readdir(this.root).catch(() => [] as string[])) {
       if (!/^[0-9a-f]{2}$/.test(a)) continue;
       for (const b of await readdir(path.join(this.root, a)).catch(() => [] as string[])) {

@@ -38,7 +38,17 @@ beforeAll(async () => {
   rt = await startTestRuntime();
   api = rt.client.withToken(await rt.token('alice', ['admin']));
   source = http.createServer((req, res) => {
-    if (req.url === '/files/report%20v1.pdf') {
+    if (req.url === '/redirect') {
+      res.writeHead(302, { location: '/files/report%20v1.pdf' });
+      res.end();
+    } else if (req.url === '/to-file') {
+      res.writeHead(302, { location: 'file:///etc/passwd' });
+      res.end();
+    } else if (req.url === '/broken') {
+      res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': 1_000_000 });
+      res.write(Buffer.alloc(1000));
+      setTimeout(() => res.destroy(), 50);
+    } else if (req.url === '/files/report%20v1.pdf') {
       res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': PAYLOAD.length });
       res.end(PAYLOAD);
     } else {
@@ -77,6 +87,17 @@ describe('repository commands', () => {
     expect(done.result).toBeNull();
   });
 
+  it('import follows redirects; refuses a redirect to another scheme; a connection that breaks fails the command', async () => {
+    const ok = await finish(await launch('import', { url: `${sourceUrl}/redirect`, name: 'via-redirect.pdf' }));
+    expect(ok).toMatchObject({ state: 'success', result: { size: PAYLOAD.length } });
+    const file = await finish(await launch('import', { url: `${sourceUrl}/to-file`, name: 'nope.txt' }));
+    expect(file).toMatchObject({ state: 'failure', error: { code: 'IMPORT_FORBIDDEN' } });
+    const broken = await finish(await launch('import', { url: `${sourceUrl}/broken`, name: 'broken.pdf' }));
+    expect(broken.state).toBe('failure');
+    const left = await api.get(`${base}?scope=root&name=broken.pdf`);
+    expect(left.body.embedded.entries).toEqual([]); // no half-imported document
+  });
+
   it('import refuses private addresses unless allowed', async () => {
     const strict = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false } } });
     try {
@@ -87,6 +108,13 @@ describe('repository commands', () => {
         return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
       });
       expect(done.error.code).toBe('IMPORT_FORBIDDEN');
+      // a host name that resolves to loopback is caught at connect time
+      const named = await c.post(`${base}/command`, { command: 'import', parameters: { url: sourceUrl.replace('127.0.0.1', 'localhost') + '/files/report%20v1.pdf' } });
+      const byName = await eventually(async () => {
+        const s = await c.get(`${base}/command/${named.body.cid}`);
+        return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
+      });
+      expect(byName.error.code).toBe('IMPORT_FORBIDDEN');
     } finally {
       await strict.close();
     }

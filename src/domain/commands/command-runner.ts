@@ -1,8 +1,6 @@
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
-import { Readable, Transform } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { Transform } from 'node:stream';
 import { AppError } from '../../errors/app-error.js';
+import { safeFetch } from '../../net/safe-fetch.js';
 import type { Logger } from '../../logging/logger.js';
 import type { Database } from '../../storage/driver/database.js';
 import type { BlobStore } from '../../blobs/blob-store.js';
@@ -24,16 +22,6 @@ export interface RunnerDeps {
 }
 
 const hrefOf = (e: EntryRow) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
-
-function isPrivateAddress(ip: string): boolean {
-  if (ip.startsWith('::ffff:')) return isPrivateAddress(ip.slice(7));
-  if (isIP(ip) === 4) {
-    const [a, b] = ip.split('.').map(Number) as [number, number];
-    return a === 10 || a === 127 || a === 0 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
-  }
-  const low = ip.toLowerCase();
-  return low === '::1' || low === '::' || low.startsWith('fc') || low.startsWith('fd') || low.startsWith('fe80');
-}
 
 /**
  * Runs one repository command in a worker. Every step is idempotent (entries a
@@ -164,45 +152,55 @@ export class CommandRunner {
   private async importUrl(cmd: commands.CommandRow, report: (done: number, total: number | null, force?: boolean) => Promise<void>): Promise<Record<string, unknown>> {
     const p = cmd.parameters as CommandParams<'import'>;
     const { backend } = this.d.repo.backend(cmd.sid);
-    const url = new URL(p.url);
-    if (!this.d.import.allowPrivate) {
-      const host = url.hostname.replace(/^\[|\]$/g, '');
-      const addrs = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
-      if (addrs.some(isPrivateAddress)) throw new AppError(403, 'IMPORT_FORBIDDEN', `importing from ${url.hostname} (a private or loopback address) is not allowed`);
+    const fetched = await safeFetch(new URL(p.url), { allowPrivate: this.d.import.allowPrivate, timeoutMs: this.d.import.timeoutMs });
+    const url = fetched.url;
+    try {
+      const target = p.target ? await this.entry(cmd.sid, p.target) : await this.d.repo.root(cmd.sid);
+      const name = p.name ?? (decodeURIComponent(url.pathname.split('/').filter(Boolean).pop() ?? '') || 'import');
+      const mimeType = p.mimeType ?? fetched.contentType?.split(';')[0]?.trim() ?? 'application/octet-stream';
+      const uuid = entries.derivedUuid(`${cmd.cid}:import`);
+      let entry = await entries.getEntry(this.d.db, cmd.sid, uuid);
+      const createdHere = !entry;
+      if (!entry) {
+        const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [cmd.sid, target.uuid, name]);
+        if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+        const draft: EntryRow = {
+          uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: url.href }, creator: cmd.creator, owner: null,
+          created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null, content_version: null, path: null,
+          preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
+        };
+        const made = await backend.create(draft, target);
+        await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
+        entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;
+      }
+      const total = fetched.contentLength ?? null;
+      let done = 0;
+      const meter = new Transform({
+        transform: (chunk: Buffer, _e, cb) => {
+          done += chunk.length;
+          report(done, total).then(() => cb(null, chunk), cb);
+        },
+      });
+      // pipe() does not pass errors on: a connection that breaks mid-way must fail the write
+      fetched.body.once('error', (err) => meter.destroy(err));
+      const body = fetched.body.pipe(meter);
+      let written;
+      try {
+        written = await backend.writeContent(entry, body, this.d.import.maxBytes);
+      } catch (err) {
+        // a failed import leaves no empty document behind
+        if (createdHere) {
+          await backend.remove(entry).catch(() => undefined);
+          await entries.deleteEntry(this.d.db, cmd.sid, uuid);
+        }
+        throw err;
+      }
+      const updated = await entries.setContent(this.d.db, cmd.sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
+      await report(written.size, written.size, true);
+      await this.d.repo.requestPreview(updated).catch(() => undefined);
+      return { uuid, href: hrefOf(updated), size: written.size, sha256: written.sha256 };
+    } finally {
+      fetched.body.destroy(); // no-op after a complete read; frees the connection on any early exit
     }
-    const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(this.d.import.timeoutMs) })
-      .catch((err: Error) => { throw new AppError(502, 'IMPORT_FETCH_FAILED', `cannot fetch ${url.href}: ${err.message}`); });
-    if (!res.ok || !res.body) throw new AppError(502, 'IMPORT_FETCH_FAILED', `fetching ${url.href} answered ${res.status}`);
-    const target = p.target ? await this.entry(cmd.sid, p.target) : await this.d.repo.root(cmd.sid);
-    const name = p.name ?? (decodeURIComponent(url.pathname.split('/').filter(Boolean).pop() ?? '') || 'import');
-    const mimeType = p.mimeType ?? res.headers.get('content-type')?.split(';')[0]?.trim() ?? 'application/octet-stream';
-    const uuid = entries.derivedUuid(`${cmd.cid}:import`);
-    let entry = await entries.getEntry(this.d.db, cmd.sid, uuid);
-    if (!entry) {
-      const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [cmd.sid, target.uuid, name]);
-      if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
-      const draft: EntryRow = {
-        uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: url.href }, creator: cmd.creator, owner: null,
-        created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null, content_version: null, path: null,
-        preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
-      };
-      const made = await backend.create(draft, target);
-      await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
-      entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;
-    }
-    const total = Number(res.headers.get('content-length')) || null;
-    let done = 0;
-    const meter = new Transform({
-      transform: (chunk: Buffer, _e, cb) => {
-        done += chunk.length;
-        report(done, total).then(() => cb(null, chunk), cb);
-      },
-    });
-    const body = Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>).pipe(meter);
-    const written = await backend.writeContent(entry, body, this.d.import.maxBytes);
-    const updated = await entries.setContent(this.d.db, cmd.sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
-    await report(written.size, written.size, true);
-    await this.d.repo.requestPreview(updated).catch(() => undefined);
-    return { uuid, href: hrefOf(updated), size: written.size, sha256: written.sha256 };
   }
 }
