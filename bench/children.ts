@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     'log-levels': { type: 'string', default: 'info,warn' },
     /** Children listings cache of the API process (server.listingCacheBytes): measured on and off. */
     'listing-cache': { type: 'string', default: 'on,off' },
-    server: { type: 'string', default: 'tsx' },
+    server: { type: 'string', default: 'compiled' },
     profile: { type: 'boolean', default: false },
     'profile-only': { type: 'boolean', default: false },
   },

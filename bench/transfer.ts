@@ -36,7 +36,7 @@ const { values: args } = parseArgs({
   options: {
     size: { type: 'string', default: '1024' },
     runs: { type: 'string', default: '3' },
-    server: { type: 'string', default: 'tsx' },
+    server: { type: 'string', default: 'compiled' },
     dir: { type: 'string', default: os.tmpdir() },
   },
   strict: true,
