@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BlobStore } from '../../src/blobs/blob-store.js';
+import type { RepositoryBackend } from '../../src/connectors/connector.js';
+import { filesystemBackend } from '../../src/connectors/filesystem/filesystem-connector.js';
+import { storeBackend } from '../../src/connectors/store/store-connector.js';
+import type { EntryRow } from '../../src/domain/repository/entry.js';
+import { AppError } from '../../src/errors/app-error.js';
+
+/**
+ * The contract every RepositoryBackend keeps, run against each implementation:
+ * bytes written come back the same (whole, by range, through contentPath),
+ * survive copy, rename and move, and a refused write changes nothing.
+ */
+const implementations: [string, (dir: string) => Promise<RepositoryBackend>][] = [
+  ['store', async (dir) => {
+    const blobs = new BlobStore(path.join(dir, 'blobs'));
+    await blobs.init();
+    return storeBackend(blobs);
+  }],
+  ['filesystem', async (dir) => {
+    await mkdir(path.join(dir, 'root'));
+    return filesystemBackend(await realpath(path.join(dir, 'root')));
+  }],
+];
+
+async function text(stream: Readable | undefined): Promise<string | undefined> {
+  if (!stream) return undefined;
+  const parts: Buffer[] = [];
+  for await (const c of stream) parts.push(c as Buffer);
+  return Buffer.concat(parts).toString();
+}
+
+for (const [name, make] of implementations) {
+  describe(`RepositoryBackend contract: ${name}`, () => {
+    let dir: string;
+    let backend: RepositoryBackend;
+    const root: EntryRow = {
+      uuid: randomUUID(), sid: 'contract', parent: null, name: '', type: 'collection', metadata: {}, creator: null, owner: null,
+      created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null, content_version: null, path: '',
+      preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
+    };
+    /** Creates through the backend and returns the row the service would store. */
+    const create = async (parent: EntryRow, entryName: string, type: EntryRow['type']): Promise<EntryRow> => {
+      const draft: EntryRow = { ...root, uuid: randomUUID(), parent: parent.uuid, name: entryName, type, path: null };
+      const made = await backend.create(draft, parent);
+      return { ...draft, path: made.path ?? null };
+    };
+    const write = async (entry: EntryRow, content: string, max = 0): Promise<EntryRow> => {
+      const w = await backend.writeContent(entry, Readable.from([Buffer.from(content)]), max);
+      expect(w.size).toBe(Buffer.byteLength(content));
+      return { ...entry, size: w.size, sha256: w.sha256, content_version: w.sha256, path: w.path ?? entry.path };
+    };
+
+    beforeAll(async () => {
+      dir = await mkdtemp(path.join(os.tmpdir(), `wcr-contract-${name}-`));
+      backend = await make(dir);
+    });
+    afterAll(() => rm(dir, { recursive: true, force: true }));
+
+    it('write, read whole and by range, and through contentPath', async () => {
+      const doc = await write(await create(root, 'a.txt', 'document'), 'hello contract');
+      expect(doc.sha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(await text(await backend.openContent(doc))).toBe('hello contract');
+      expect(await text(await backend.openContent(doc, { start: 6, end: 13 }))).toBe('contract');
+      expect(await readFile((await backend.contentPath(doc))!, 'utf8')).toBe('hello contract');
+    });
+
+    it('a write over the limit is refused with 413 and the old content stays', async () => {
+      const doc = await write(await create(root, 'limited.txt', 'document'), 'old');
+      await expect(backend.writeContent(doc, Readable.from([Buffer.alloc(100)]), 10)).rejects.toSatisfy((e) => e instanceof AppError && e.status === 413);
+      expect(await text(await backend.openContent(doc))).toBe('old');
+    });
+
+    it('copy, rename and move keep the bytes', async () => {
+      const folder = await create(root, 'folder', 'collection');
+      const doc = await write(await create(root, 'b.txt', 'document'), 'bytes');
+      const copied = await backend.copy(doc, folder, 'b-copy.txt');
+      const copy: EntryRow = { ...doc, uuid: randomUUID(), parent: folder.uuid, name: 'b-copy.txt', path: copied.path ?? null };
+      expect(await text(await backend.openContent(copy))).toBe('bytes');
+      const renamed = await backend.rename(doc, 'c.txt');
+      const afterRename: EntryRow = { ...doc, name: 'c.txt', path: renamed.path ?? doc.path };
+      expect(await text(await backend.openContent(afterRename))).toBe('bytes');
+      const moved = await backend.move(afterRename, folder);
+      const afterMove: EntryRow = { ...afterRename, parent: folder.uuid, path: moved.path ?? afterRename.path };
+      expect(await text(await backend.openContent(afterMove))).toBe('bytes');
+      expect(await text(await backend.openContent(copy))).toBe('bytes');
+    });
+
+    it('remove of a collection does not touch its siblings', async () => {
+      const gone = await create(root, 'gone', 'collection');
+      const keep = await write(await create(root, 'keep.txt', 'document'), 'kept');
+      await backend.remove(gone);
+      expect(await text(await backend.openContent(keep))).toBe('kept');
+    });
+  });
+}
