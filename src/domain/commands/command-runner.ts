@@ -7,7 +7,7 @@ import type { BlobStore } from '../../blobs/blob-store.js';
 import { makePreview, type PreviewSizes } from '../../previews/preview-maker.js';
 import type { EntryRow } from '../repository/entry.js';
 import * as entries from '../repository/entry-store.js';
-import { rewritePaths, type RepositoryService } from '../repository/repository-service.js';
+import type { RepositoryService } from '../repository/repository-service.js';
 import type { CommandParams } from './command-params.js';
 import * as commands from './command-store.js';
 
@@ -80,8 +80,7 @@ export class CommandRunner {
           const parent = await this.entry(cmd.sid, ids.get(e.parent!)!);
           const name = e.uuid === source.uuid ? (p.name ?? e.name) : e.name;
           if (!(await entries.getEntry(this.d.db, cmd.sid, uuid))) {
-            const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [cmd.sid, parent.uuid, name]);
-            if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+            if (await entries.nameTaken(this.d.db, cmd.sid, parent.uuid, name)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
             const made = e.type === 'collection'
               ? await backend.create({ ...e, uuid, name }, parent)
               : await backend.copy(e, parent, name);
@@ -105,15 +104,13 @@ export class CommandRunner {
         const target = await this.entry(cmd.sid, p.target);
         if (source.parent !== target.uuid || (p.name && p.name !== source.name)) {
           const name = p.name ?? source.name;
-          const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3 AND uuid <> $4', [cmd.sid, target.uuid, name, source.uuid]);
-          if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+          if (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name, source.uuid)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
           await this.d.db.transaction(async (tx) => {
             const renamed = name !== source.name ? { ...source, name, path: (await backend.rename(source, name)).path ?? source.path } : source;
-            if (renamed.path !== source.path && source.path) await rewritePaths(tx, cmd.sid, source.path, renamed.path!);
+            if (renamed.path !== source.path && source.path) await entries.rewritePaths(tx, cmd.sid, source.path, renamed.path!);
             const moved = await backend.move(renamed, target);
-            if (moved.path !== undefined && renamed.path) await rewritePaths(tx, cmd.sid, renamed.path, moved.path);
-            await tx.query('UPDATE entries SET parent = $3, name = $4, path = COALESCE($5, path), modified = now() WHERE sid = $1 AND uuid = $2',
-              [cmd.sid, source.uuid, target.uuid, name, moved.path ?? null]);
+            if (moved.path !== undefined && renamed.path) await entries.rewritePaths(tx, cmd.sid, renamed.path, moved.path);
+            await entries.moveRecord(tx, cmd.sid, source.uuid, target.uuid, name, moved.path ?? null);
           });
         }
         await report(1, 1, true);
@@ -162,8 +159,7 @@ export class CommandRunner {
       let entry = await entries.getEntry(this.d.db, cmd.sid, uuid);
       const createdHere = !entry;
       if (!entry) {
-        const clash = await this.d.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [cmd.sid, target.uuid, name]);
-        if (clash.rowCount > 0) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+        if (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
         const draft: EntryRow = {
           uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: url.href }, creator: cmd.creator, owner: null,
           created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null, content_version: null, path: null,

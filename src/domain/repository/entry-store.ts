@@ -114,12 +114,30 @@ export async function updateRecord(
   return rows[0]!;
 }
 
-export async function moveRecord(sql: Sql, sid: string, uuid: string, parent: string, path: string | null): Promise<EntryRow> {
+export async function moveRecord(sql: Sql, sid: string, uuid: string, parent: string, name: string, path: string | null): Promise<EntryRow> {
   const { rows } = await sql.query<EntryRow>(
-    `UPDATE entries SET parent = $3, path = COALESCE($4, path), modified = now() WHERE sid = $1 AND uuid = $2 RETURNING ${COLS}`,
-    [sid, uuid, parent, path],
+    `UPDATE entries SET parent = $3, name = $4, path = COALESCE($5, path), modified = now() WHERE sid = $1 AND uuid = $2 RETURNING ${COLS}`,
+    [sid, uuid, parent, name, path],
   );
   return rows[0]!;
+}
+
+/** Is `name` used in the collection (by an entry other than `except`)? Names are unique per collection. */
+export async function nameTaken(sql: Sql, sid: string, parent: string, name: string, except?: string): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    'SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3 AND uuid IS DISTINCT FROM $4',
+    [sid, parent, name, except ?? null],
+  );
+  return rowCount > 0;
+}
+
+/** After a backend rename or move, descendants' stored paths follow their collection. */
+export async function rewritePaths(tx: Sql, sid: string, oldPath: string, newPath: string): Promise<void> {
+  await tx.query(
+    `UPDATE entries SET path = $3 || substr(path, length($2) + 1)
+     WHERE sid = $1 AND left(path, length($2) + 1) = $2 || '/'`,
+    [sid, oldPath, newPath],
+  );
 }
 
 export async function setContent(

@@ -6,7 +6,7 @@ import type { Connector, RepositoryBackend } from '../../connectors/connector.js
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { JobQueue } from '../../queue/job-queue.js';
-import type { Database, Sql } from '../../storage/driver/database.js';
+import type { Database } from '../../storage/driver/database.js';
 import type { ListQuery } from '../list-query.js';
 import type { EntryRow, TaskRef } from './entry.js';
 import * as store from './entry-store.js';
@@ -141,8 +141,7 @@ export class RepositoryService {
       creator: p.user, owner, created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null,
       content_version: null, path: null, preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
     };
-    const existing = await this.db.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [sid, parent.uuid, input.name]);
-    if (existing.rowCount > 0) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
+    if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
     const made = await backend.create(row, parent);
     try {
       const inserted = await store.insertEntry(this.db, {
@@ -165,13 +164,13 @@ export class RepositoryService {
     checkName(name);
     const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(entry.metadata, change.metadata ?? {});
     const owner = change.owner === undefined ? entry.owner : change.owner;
+    const parent = entry.parent;
     return this.db.transaction(async (tx) => {
       let path: string | undefined;
       if (name !== entry.name) {
-        const clash = await tx.query('SELECT 1 FROM entries WHERE sid = $1 AND parent = $2 AND name = $3', [sid, entry.parent, name]);
-        if (clash.rowCount > 0) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
+        if (await store.nameTaken(tx, sid, parent, name)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
         path = (await backend.rename(entry, name)).path;
-        if (path !== undefined && entry.path) await rewritePaths(tx, sid, entry.path, path);
+        if (path !== undefined && entry.path) await store.rewritePaths(tx, sid, entry.path, path);
       }
       return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translate);
     });
@@ -250,16 +249,4 @@ export class RepositoryService {
     return scope === 'all' || (scope === 'own' && (entry.parent === null || isOwn(p, entry)));
   }
 
-  get database(): Database {
-    return this.db;
-  }
-}
-
-/** After a backend rename or move, descendants' stored paths follow their collection. */
-export async function rewritePaths(tx: Sql, sid: string, oldPath: string, newPath: string): Promise<void> {
-  await tx.query(
-    `UPDATE entries SET path = $3 || substr(path, length($2) + 1)
-     WHERE sid = $1 AND left(path, length($2) + 1) = $2 || '/'`,
-    [sid, oldPath, newPath],
-  );
 }
