@@ -123,7 +123,7 @@ _start_local_redis() {
   dir=$(cd "$1/redis" && pwd)
   log "starting redis-server on 127.0.0.1:$port (data and log in $dir)"
   redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$dir" \
-    --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" --appendonly yes >/dev/null </dev/null \
+    --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" --appendonly yes --maxmemory-policy noeviction >/dev/null </dev/null \
     || die "redis-server did not start; see $dir/redis.log"
   wait_for_port 127.0.0.1 "$port" \
     || die "redis-server did not answer on 127.0.0.1:$port within ${WAIT_TIMEOUT:-30}s; see $dir/redis.log"
