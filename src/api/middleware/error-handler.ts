@@ -41,6 +41,10 @@ export function errorHandler(log: Logger): Middleware {
         const known = httpStatusOf(err);
         if (known) {
           body = known;
+        } else if (ctx.req.readableAborted || (ctx.req.destroyed && !ctx.req.complete)) {
+          // the client went away mid-request: nobody to answer, nothing broken here
+          log.info({ method: ctx.method, path: ctx.path, err: (err as Error).message }, 'client aborted the request');
+          body = { status: 400, code: 'REQUEST_ABORTED', message: 'the request body ended early' };
         } else {
           log.error({ err, method: ctx.method, path: ctx.path }, 'unhandled error');
           body = { status: 500, code: 'INTERNAL_ERROR', message: 'internal error; see the server log' };
