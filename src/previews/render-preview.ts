@@ -1,8 +1,9 @@
 /**
  * Preview and thumbnail rendering for the background worker that runs after a document's
- * content changes. PDFs are rasterised with mupdf in a worker thread (see
- * `pdf-render-thread.ts`); raster images go through sharp, which streams from the file path
- * on the libuv thread pool, so neither path blocks the event loop.
+ * content changes. PDFs are rasterised with PDF.js onto @napi-rs/canvas in a worker thread (see
+ * `pdf-render-thread.ts`), which reads the file by byte ranges instead of loading it whole; raster
+ * images go through sharp, which streams from the file path on the libuv thread pool, so neither
+ * path blocks the event loop.
  */
 import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -24,9 +25,17 @@ export interface RenderOptions {
   previewSize?: number;
   /** Longest edge of the thumbnail in pixels. Default 128. */
   thumbSize?: number;
-  /** PDFs above this size are refused, because mupdf needs the whole file in memory. Default 256 MiB. */
+  /**
+   * PDFs above this size are refused. A sanity cap: the renderer reads only the byte ranges the
+   * first page needs, so memory does not grow with the file, but PDF.js reserves (without
+   * touching) an address range as long as the file. Default 256 MiB.
+   */
   maxPdfBytes?: number;
-  /** Images whose header declares more pixels than this are refused (decompression bombs). Default 268402689 (sharp's default, 16383²). */
+  /**
+   * Images whose header declares more pixels than this are refused (decompression bombs).
+   * Images embedded in a PDF above it are left out of the PDF's preview instead of being decoded.
+   * Default 268402689 (sharp's default, 16383²).
+   */
   maxInputPixels?: number;
   /** Upper bound for one render; the PDF thread is terminated when it is exceeded. Default 60 s. */
   timeoutMs?: number;
@@ -141,9 +150,12 @@ async function renderPdf(filePath: string, o: Required<RenderOptions>): Promise<
   // Checked here too so oversized files never cost a thread start; the thread re-checks.
   const { size } = await stat(filePath);
   if (size > o.maxPdfBytes) throw new UnsupportedPreviewError(`PDF is ${size} bytes, above the ${o.maxPdfBytes} byte limit`);
-  const result = await runPdfThread({ filePath, size: o.previewSize, maxBytes: o.maxPdfBytes }, o.timeoutMs);
-  const preview = Buffer.from(result.png.buffer, result.png.byteOffset, result.png.byteLength);
-  return { preview, thumb: await makeThumb(preview, o.thumbSize), width: result.width, height: result.height };
+  const req: PdfRenderRequest = { filePath, size: o.previewSize, maxBytes: o.maxPdfBytes, maxImagePixels: o.maxInputPixels };
+  const { rgba, width, height } = await runPdfThread(req, o.timeoutMs);
+  // The page was painted onto opaque white, so the alpha channel carries nothing. Encoding here
+  // runs on sharp's libuv pool, not on the event loop.
+  const preview = await sharp(rgba, { raw: { width, height, channels: 4 } }).removeAlpha().png().toBuffer();
+  return { preview, thumb: await makeThumb(preview, o.thumbSize), width, height };
 }
 
 type PdfRenderSuccess = Extract<PdfRenderResponse, { ok: true }>;
@@ -157,7 +169,7 @@ function runPdfThread(req: PdfRenderRequest, timeoutMs: number): Promise<PdfRend
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      // terminate() also interrupts WASM that is still running (the timeout case).
+      // terminate() also interrupts JavaScript (or WASM) that is still running (the timeout case).
       void worker.terminate();
       if (err) reject(err);
       else resolve(value as PdfRenderSuccess);

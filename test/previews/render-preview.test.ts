@@ -1,8 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as mupdf from 'mupdf';
-import { PageSizes, PDFDocument, rgb } from 'pdf-lib';
+import { fileURLToPath } from 'node:url';
+import { PageSizes, PDFDocument, rgb, StandardFonts } from 'pdf-lib';
 import sharp, { type Sharp } from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { canRenderPreview, renderPreview, UnsupportedPreviewError } from '../../src/previews/render-preview.js';
@@ -104,12 +104,49 @@ describe('renderPreview: PDF', () => {
   });
 
   it('rejects a password-protected PDF with a clear Error', async () => {
-    const plain = mupdf.Document.openDocument(await twoPagePdf(), 'application/pdf').asPDF();
-    if (!plain) throw new Error('fixture is not a PDF');
-    const encrypted = plain.saveToBuffer('encrypt=aes-256,user-password=secret,owner-password=owner').asUint8Array();
-    plain.destroy();
-    const path = await writeFixture('locked.pdf', encrypted);
-    await expect(renderPreview(path, 'application/pdf')).rejects.toThrow(/encrypted with a password/);
+    // AES-256, user password "secret", owner password "owner"; made once with mupdf's
+    // `saveToBuffer('encrypt=aes-256,user-password=secret,owner-password=owner,compress')`.
+    const path = fileURLToPath(new URL('../fixtures/encrypted.pdf', import.meta.url));
+    const err = await renderPreview(path, 'application/pdf').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(UnsupportedPreviewError);
+    expect((err as Error).message).toMatch(/encrypted with a password/);
+  });
+
+  it('renders text in a standard font from the bundled font data', async () => {
+    // Helvetica is not embedded by pdf-lib, so this needs PDF.js's standard font data.
+    const doc = await PDFDocument.create();
+    const page = doc.addPage([400, 200]);
+    const font = await doc.embedFont(StandardFonts.HelveticaBold);
+    page.drawText('HHHH', { x: 20, y: 50, size: 120, font, color: rgb(0, 0, 0) });
+    const path = await writeFixture('text.pdf', await doc.save());
+    const result = await renderPreview(path, 'application/pdf', { previewSize: 400 });
+    expect(result).toMatchObject({ width: 400, height: 200 });
+
+    const { data, info } = await sharp(result.preview).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const darkIn = (x0: number, y0: number, x1: number, y1: number): number => {
+      let dark = 0;
+      for (let y = y0; y < y1; y++) {
+        for (let x = x0; x < x1; x++) {
+          const at = (y * info.width + x) * info.channels;
+          if ((data[at] ?? 255) < 64 && (data[at + 1] ?? 255) < 64 && (data[at + 2] ?? 255) < 64) dark++;
+        }
+      }
+      return dark;
+    };
+    const darkInRow = (y: number): number => darkIn(0, y, info.width, y + 1);
+    // The glyphs sit between y = 50 and about 50 + 0.72 × 120 in PDF space (origin bottom left):
+    // rows 64..150 of the 200-pixel-high preview. Bold "H" stems fill a good share of that box.
+    expect(darkIn(20, 64, 360, 150)).toBeGreaterThan((360 - 20) * (150 - 64) * 0.2);
+    // Above the cap height and below the baseline the page stays white.
+    expect(darkIn(0, 0, 400, 40)).toBe(0);
+    expect(darkIn(0, 160, 400, 200)).toBe(0);
+    // Sans-serif stems: as wide just above the baseline as below the crossbar. Without the
+    // standard font data PDF.js falls back to whatever the canvas has (a serif face here, nothing
+    // on a machine without system fonts), and serifs would widen the bottom row.
+    const belowCrossbar = darkInRow(130);
+    expect(belowCrossbar).toBeGreaterThan(0);
+    expect(Math.abs(darkInRow(146) - belowCrossbar)).toBeLessThanOrEqual(belowCrossbar * 0.1);
   });
 
   it('times out and terminates the render thread', async () => {
