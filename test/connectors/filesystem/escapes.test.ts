@@ -1,24 +1,15 @@
 import { readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { EntryRow } from '../../../src/domain/repository/entry.js';
 import type { Database } from '../../../src/storage/driver/database.js';
-import { allPaths, body, childRows, createEntry, errorCode, fakeRow, insertRow, makeEnv, openTestDb, type Env } from './helpers.js';
+import { allPaths, body, childRows, createEntry, errorCode, fakeRow, insertRow, useFsEnv, type Env } from './helpers.js';
 
 let db: Database;
 let env: Env;
-beforeAll(async () => {
-  db = await openTestDb();
-});
-afterAll(async () => {
-  await db.close();
-});
+useFsEnv({ db: (d) => (db = d), env: (e) => (env = e) });
 beforeEach(async () => {
-  env = await makeEnv(db);
   await writeFile(join(env.outside, 'secret.txt'), 'secret');
-});
-afterEach(async () => {
-  await env.cleanup();
 });
 
 const sync = (collection: EntryRow, recursive = false) => db.transaction((tx) => env.backend.sync(tx, collection, recursive));

@@ -2,28 +2,17 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { filesystemConnectorType, rewriteDescendantPaths } from '../../../src/connectors/filesystem/filesystem-connector.js';
 import type { ConnectorContext } from '../../../src/connectors/connector.js';
 import { fingerprint } from '../../../src/connectors/filesystem/filesystem-sync.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { allPaths, body, createEntry, errorCode, fakeRow, insertRow, makeEnv, openTestDb, readAll, type Env } from './helpers.js';
+import { allPaths, body, createEntry, errorCode, fakeRow, insertRow, readAll, type Env , useFsEnv } from './helpers.js';
 
 let db: Database;
 let env: Env;
-beforeAll(async () => {
-  db = await openTestDb();
-});
-afterAll(async () => {
-  await db.close();
-});
-beforeEach(async () => {
-  env = await makeEnv(db);
-});
-afterEach(async () => {
-  await env.cleanup();
-});
+useFsEnv({ db: (d) => (db = d), env: (e) => (env = e) });
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 

@@ -1,25 +1,14 @@
 import { mkdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fingerprint, guessMimeType } from '../../../src/connectors/filesystem/filesystem-sync.js';
 import type { EntryRow } from '../../../src/domain/repository/entry.js';
 import type { Database } from '../../../src/storage/driver/database.js';
-import { allPaths, body, childRows, createEntry, errorCode, makeEnv, openTestDb, type Env } from './helpers.js';
+import { allPaths, body, childRows, createEntry, errorCode, type Env , useFsEnv } from './helpers.js';
 
 let db: Database;
 let env: Env;
-beforeAll(async () => {
-  db = await openTestDb();
-});
-afterAll(async () => {
-  await db.close();
-});
-beforeEach(async () => {
-  env = await makeEnv(db);
-});
-afterEach(async () => {
-  await env.cleanup();
-});
+useFsEnv({ db: (d) => (db = d), env: (e) => (env = e) });
 
 const sync = (collection: EntryRow, recursive = false) => db.transaction((tx) => env.backend.sync(tx, collection, recursive));
 const refresh = (entry: EntryRow) => db.transaction((tx) => env.backend.refresh(tx, entry));

@@ -8,7 +8,31 @@ import { filesystemBackend } from '../../../src/connectors/filesystem/filesystem
 import type { EntryRow } from '../../../src/domain/repository/entry.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { openPglite } from '../../../src/storage/driver/pglite.js';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { migrate } from '../../../src/storage/migrate.js';
+
+/**
+ * Registers the hooks every filesystem suite needs: one database per file, a
+ * fresh temp tree per test. The setters hand them to the suite's variables.
+ */
+export function useFsEnv(set: { db: (db: Database) => void; env: (env: Env) => void }): void {
+  let db: Database;
+  let env: Env;
+  beforeAll(async () => {
+    db = await openTestDb();
+    set.db(db);
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+  beforeEach(async () => {
+    env = await makeEnv(db);
+    set.env(env);
+  });
+  afterEach(async () => {
+    await env.cleanup();
+  });
+}
 
 /** One in-memory database per test file (PGlite start-up is the slow part). */
 export async function openTestDb(): Promise<Database> {
