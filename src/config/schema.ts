@@ -15,13 +15,11 @@ const grantSchema = z.strictObject({
   scope: z.enum(['own', 'all']),
   actions: z.array(z.enum(ACTIONS)),
 });
-export type Grant = z.infer<typeof grantSchema>;
 
 const roleSchema = z.strictObject({
   description: z.string().optional(),
   areas: z.partialRecord(z.enum(AREAS), grantSchema),
 });
-export type RoleConfig = z.infer<typeof roleSchema>;
 
 const serviceSchema = z.strictObject({
   type: z.string().min(1),

@@ -3,7 +3,6 @@ import type { BlobStore } from '../blobs/blob-store.js';
 import type { RepositoryBackend } from '../connectors/connector.js';
 import type { EntryRow } from '../domain/repository/entry.js';
 import { setPreview } from '../domain/repository/entry-store.js';
-import type { Logger } from '../logging/logger.js';
 import type { Sql } from '../storage/driver/database.js';
 import { canRenderPreview, renderPreview, UnsupportedPreviewError } from './render-preview.js';
 
@@ -18,7 +17,7 @@ export interface PreviewSizes {
  * meantime. Unsupported types are recorded too, so they are not retried.
  */
 export async function makePreview(
-  deps: { db: Sql; blobs: BlobStore; log: Logger; sizes: PreviewSizes },
+  deps: { db: Sql; blobs: BlobStore; sizes: PreviewSizes },
   backend: RepositoryBackend,
   entry: EntryRow,
 ): Promise<'made' | 'unsupported' | 'stale'> {

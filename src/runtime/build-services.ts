@@ -13,11 +13,16 @@ import { createJobQueue } from '../queue/job-queue.js';
 import { openDatabase } from '../storage/open-database.js';
 import type { Services } from './services.js';
 
-/** The development issuer's URL: configured, else this server's address. */
+/** `http://host:port`, with IPv6 literals bracketed. */
+export function httpOrigin(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** The development issuer's URL: configured, else this server's address (a wildcard bind is reached on loopback). */
 export function devIssuerUrl(config: AppConfig, port = config.server.port): string {
   if (config.auth.devIssuerUrl) return config.auth.devIssuerUrl.replace(/\/$/, '');
   const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}/dev-issuer`;
+  return `${httpOrigin(host, port)}/dev-issuer`;
 }
 
 /**

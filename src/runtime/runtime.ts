@@ -6,7 +6,7 @@ import type { Logger } from '../logging/logger.js';
 import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { reconcile } from '../worker/reconciler.js';
-import { buildServices } from './build-services.js';
+import { buildServices, httpOrigin } from './build-services.js';
 import type { Services } from './services.js';
 
 export interface RuntimeParts {
@@ -65,7 +65,8 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   if (server) {
     server.off('request', starting);
     server.on('request', createApp(s, state).callback());
-    log.info({ url: `http://${config.server.host}:${port}/v1`, docs: `http://${config.server.host}:${port}/docs` }, 'API listening');
+    const origin = httpOrigin(config.server.host, port);
+    log.info({ url: `${origin}/v1`, docs: `${origin}/docs` }, 'API listening');
   }
   let workers: WorkerPool | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -115,5 +116,5 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     })();
     return stopping;
   };
-  return { services: s, url: server ? `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}` : undefined, stop };
+  return { services: s, url: server ? httpOrigin(config.server.host, port) : undefined, stop };
 }

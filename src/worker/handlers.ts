@@ -20,7 +20,7 @@ export function jobHandlers(s: Services): JobHandlers {
       if (!entry || entry.content_version !== version) return; // content changed or entry gone: a newer job exists
       const { backend } = s.repository.backend(sid);
       try {
-        await makePreview({ db: s.db, blobs: s.blobs, log: s.log, sizes: s.config.previews }, backend, entry);
+        await makePreview({ db: s.db, blobs: s.blobs, sizes: s.config.previews }, backend, entry);
       } catch (err) {
         if (!job.finalAttempt) throw err; // retried with backoff
         // out of attempts (corrupt or encrypted file, timeouts): say so instead of "not ready" forever

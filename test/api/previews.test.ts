@@ -50,6 +50,25 @@ for (const sid of ['store', 'files']) {
       expect([m2.width, m2.height]).toEqual([400, 200]);
     });
 
+    it('a copy takes over the preview of the same content (no second render)', async () => {
+      const img = await sharp({ create: { width: 320, height: 160, channels: 3, background: '#00aa00' } }).png().toBuffer();
+      const doc = (await api.post(base, { name: 'green.png', type: 'document' })).body.uuid as string;
+      await api.request('PUT', `${base}/${doc}/content`, { body: img, headers: { 'content-type': 'image/png' } });
+      const original = await eventually(async () => {
+        const r = await api.get(`${base}/${doc}/preview`);
+        return r.status === 200 ? r : undefined;
+      });
+      const folder = (await api.post(base, { name: 'green-copies', type: 'collection' })).body.uuid as string;
+      const cid = (await api.post(`${base}/command`, { command: 'copy', parameters: { source: doc, target: folder } })).body.cid as string;
+      const done = await eventually(async () => {
+        const st = await api.get(`${base}/command/${cid}`);
+        return st.body.state === 'success' ? st.body : undefined;
+      });
+      const copy = await api.get(`${base}/${done.result.uuid}/preview`); // at once, no waiting for a worker
+      expect(copy.status).toBe(200);
+      expect(copy.raw.equals(original.raw)).toBe(true);
+    });
+
     it('a file that cannot be rendered (corrupt PDF) ends as unavailable after its retries, not "not ready" forever', async () => {
       const doc = (await api.post(base, { name: 'broken.pdf', type: 'document' })).body.uuid as string;
       await api.request('PUT', `${base}/${doc}/content`, { body: '%PDF-1.7 this is not really a pdf', headers: { 'content-type': 'application/pdf' } });

@@ -35,6 +35,9 @@ function start(role: string, dataDir: string, port: number, extraEnv: Record<str
   return { child, logs };
 }
 
+/** Three processes start at once under a loaded test run: starting can be slow, so the waits are generous. */
+const STARTUP_MS = 120_000;
+
 /** Ready when /readyz answers 200 (the body is read so the connection goes idle). */
 async function ready(url: string): Promise<true | undefined> {
   const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
@@ -58,7 +61,7 @@ describe('graceful shutdown', () => {
     const { child, logs } = start('all', dataDir, port);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const base = `http://127.0.0.1:${port}`;
-    await eventually(() => ready(base), 60_000, 250);
+    await eventually(() => ready(base), STARTUP_MS, 250);
     const token = await new Promise<string>((resolve, reject) => {
       const cli = spawn(process.execPath, ['--import', 'tsx', 'src/entrypoints/cli.ts', 'mint-token', '--user', 'alice', '--roles', 'admin'], {
         env: { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port) },
@@ -95,7 +98,7 @@ describe('graceful shutdown', () => {
     const order = ['signal received', 'shutting down', 'stopped'].map((m) => messages.indexOf(m));
     expect(order.every((i) => i >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
-  }, 120_000);
+  }, 300_000);
 
   it('roles api and worker as separate processes over PostgreSQL; a bad role configuration is refused', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-sd-'));
@@ -108,12 +111,13 @@ describe('graceful shutdown', () => {
     const api = start('api', dataDir, port, env);
     const worker = start('worker', dataDir, port, env);
     try {
-      await eventually(() => ready(`http://127.0.0.1:${port}`), 60_000, 250);
-      await eventually(async () => (worker.logs.some((l) => l.includes('workers running')) ? true : undefined), 60_000, 250);
+      await eventually(() => ready(`http://127.0.0.1:${port}`), STARTUP_MS, 250);
+      await eventually(async () => (worker.logs.some((l) => l.includes('workers running')) ? true : undefined), STARTUP_MS, 250);
       expect(api.logs.join('\n')).toContain('API listening');
       expect(worker.logs.join('\n')).not.toContain('API listening');
     } finally {
       const codes = await Promise.all([api, worker].map(({ child }) => new Promise<number | null>((r) => {
+        if (child.exitCode !== null) return r(child.exitCode); // already gone (start failed)
         child.on('exit', (c) => r(c));
         child.kill('SIGTERM');
       })));
@@ -124,7 +128,7 @@ describe('graceful shutdown', () => {
     const code = await new Promise<number | null>((r) => refused.child.on('exit', (c) => r(c)));
     expect(code).toBe(78);
     expect(refused.logs.join('\n')).toMatch(/embedded database/);
-  }, 120_000);
+  }, 300_000);
 
   it('Redis unreachable: the process still starts (readyz says why), and SIGTERM still stops it', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-sd-'));
@@ -139,11 +143,11 @@ describe('graceful shutdown', () => {
       const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
       const json = res ? await res.json() as { checks?: { redis?: string; database?: string } } : undefined;
       return res?.status === 503 && json?.checks?.redis ? json : undefined;
-    }, 60_000, 250);
+    }, STARTUP_MS, 250);
     expect(body.checks!.database).toBe('ok');
     expect(body.checks!.redis).not.toBe('ok');
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(logs.filter((l) => l.includes('Redis connection lost')).length).toBeLessThan(10);
-  }, 120_000);
+  }, 300_000);
 });

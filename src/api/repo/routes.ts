@@ -94,20 +94,12 @@ export function repoRoutes(s: Services): Router {
     router[method]('/services/:sid/repo/:uuid', json, async (ctx) => {
       const p = principal(ctx);
       const input = validate(schema, body(ctx));
-      await checkType(ctx, input.type, input.uuid);
+      const uuid = uuidParam(ctx, 'uuid');
+      if (input.uuid !== undefined && String(input.uuid).toLowerCase() !== uuid) throw new AppError(409, 'UUID_IMMUTABLE', 'the uuid of an entry cannot be changed');
       const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.permissions.ownerFor(p, 'documents', input.owner);
-      const change = { name: input.name, metadata: input.metadata, owner };
-      ctx.body = await present(ctx, await repo.update(p, param(ctx, 'sid'), uuidParam(ctx, 'uuid'), change, mode));
+      const change = { name: input.name, metadata: input.metadata, owner, type: input.type };
+      ctx.body = await present(ctx, await repo.update(p, param(ctx, 'sid'), uuid, change, mode));
     });
-  }
-
-  /** The kind of an entry and its id never change through PUT/PATCH. */
-  async function checkType(ctx: Context, type: string | undefined, bodyUuid: unknown): Promise<void> {
-    const uuid = uuidParam(ctx, 'uuid');
-    if (bodyUuid !== undefined && String(bodyUuid).toLowerCase() !== uuid) throw new AppError(409, 'UUID_IMMUTABLE', 'the uuid of an entry cannot be changed');
-    if (type === undefined) return;
-    const entry = await repo.get(principal(ctx), param(ctx, 'sid'), uuid);
-    if (entry.type !== type) throw new AppError(409, 'TYPE_IMMUTABLE', `entry ${uuid} is a ${entry.type}; its type cannot be changed`);
   }
 
   router.post('/services/:sid/repo/:uuid', json, async (ctx) => {

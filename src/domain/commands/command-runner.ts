@@ -5,7 +5,7 @@ import type { Logger } from '../../logging/logger.js';
 import type { Database } from '../../storage/driver/database.js';
 import type { BlobStore } from '../../blobs/blob-store.js';
 import { makePreview, type PreviewSizes } from '../../previews/preview-maker.js';
-import type { EntryRow } from '../repository/entry.js';
+import { draftEntry, type EntryRow } from '../repository/entry.js';
 import * as entries from '../repository/entry-store.js';
 import type { RepositoryService } from '../repository/repository-service.js';
 import type { CommandParams } from './command-params.js';
@@ -89,8 +89,10 @@ export class CommandRunner {
               creator: cmd.creator, owner: e.owner, path: made.path ?? null,
               content: e.content_version ? { size: e.size ?? 0, mimeType: e.mime_type ?? 'application/octet-stream', sha256: e.sha256, version: e.content_version } : null,
             });
-            const copy = await this.entry(cmd.sid, uuid);
-            await this.d.repo.requestPreview(copy).catch(() => undefined);
+            // same content, same preview: take the source's instead of rendering it again
+            if (!(await entries.copyPreview(this.d.db, cmd.sid, e.uuid, uuid))) {
+              await this.d.repo.requestPreview(await this.entry(cmd.sid, uuid)).catch(() => undefined);
+            }
           }
           await report(++done, tree.length);
         }
@@ -136,7 +138,7 @@ export class CommandRunner {
       case 'preview': {
         const p = cmd.parameters as CommandParams<'preview'>;
         const source = await this.entry(cmd.sid, p.source);
-        const outcome = await makePreview({ db: this.d.db, blobs: this.d.blobs, log: this.d.log, sizes: this.d.previews }, backend, source);
+        const outcome = await makePreview({ db: this.d.db, blobs: this.d.blobs, sizes: this.d.previews }, backend, source);
         if (outcome === 'unsupported') throw new AppError(409, 'PREVIEW_UNSUPPORTED', `no preview can be made for ${source.mime_type ?? 'this content'}`);
         if (outcome === 'stale') throw new AppError(409, 'NO_CONTENT', 'the document has no content to preview');
         return { uuid: source.uuid, href: `${hrefOf(source)}/preview` };
@@ -160,11 +162,9 @@ export class CommandRunner {
       const createdHere = !entry;
       if (!entry) {
         if (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
-        const draft: EntryRow = {
+        const draft = draftEntry({
           uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: url.href }, creator: cmd.creator, owner: null,
-          created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null, content_version: null, path: null,
-          preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
-        };
+        });
         const made = await backend.create(draft, target);
         await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
         entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../../storage/driver/database.js';
 import { toSql, type FieldMap, type ListQuery } from '../list-query.js';
-import type { EntryRow, TaskRef } from './entry.js';
+import type { ContentInfo, EntryRow, TaskRef } from './entry.js';
 
 /** SQL for repository entries; every statement is parameterized. */
 
@@ -87,7 +87,7 @@ export interface NewEntry {
   creator: string | null;
   owner: string | null;
   path?: string | null;
-  content?: { size: number; mimeType: string; sha256: string | null; version: string } | null;
+  content?: ContentInfo | null;
 }
 
 /** Inserts; returns undefined when the uuid already exists (idempotent command re-runs). */
@@ -142,7 +142,7 @@ export async function rewritePaths(tx: Sql, sid: string, oldPath: string, newPat
 
 export async function setContent(
   sql: Sql, sid: string, uuid: string,
-  c: { size: number; mimeType: string; sha256: string | null; version: string } | null,
+  c: ContentInfo | null,
 ): Promise<EntryRow> {
   const { rows } = await sql.query<EntryRow>(
     `UPDATE entries SET size = $3, mime_type = $4, sha256 = $5, content_version = $6, modified = now(),
@@ -162,6 +162,19 @@ export async function setPreview(
     `UPDATE entries SET preview_sha256 = $4, thumb_sha256 = $5, preview_error = $6, preview_of = $3
      WHERE sid = $1 AND uuid = $2 AND content_version = $3`,
     [sid, uuid, version, p.preview, p.thumb, p.error],
+  );
+  return rowCount > 0;
+}
+
+/** Gives `to` the preview `from` has for the same content; false when there is none to take. */
+export async function copyPreview(sql: Sql, sid: string, from: string, to: string): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE entries t SET preview_sha256 = f.preview_sha256, thumb_sha256 = f.thumb_sha256,
+       preview_of = f.preview_of, preview_error = f.preview_error
+     FROM entries f
+     WHERE f.sid = $1 AND f.uuid = $2 AND t.sid = $1 AND t.uuid = $3
+       AND f.preview_of IS NOT NULL AND f.preview_of = t.content_version`,
+    [sid, from, to],
   );
   return rowCount > 0;
 }

@@ -21,9 +21,6 @@ export interface EntryRow {
   preview_error: string | null;
 }
 
-export const ENTRY_TYPES = ['document', 'collection'] as const;
-export type EntryType = (typeof ENTRY_TYPES)[number];
-
 /** The content of a document being written or read. */
 export interface ContentInfo {
   size: number;
@@ -38,4 +35,13 @@ export interface TaskRef {
   sid: string;
   href: string;
   status: string;
+}
+
+/** A new entry row before it is stored: content, path and previews still empty. */
+export function draftEntry(fields: Pick<EntryRow, 'uuid' | 'sid' | 'parent' | 'name' | 'type' | 'metadata' | 'creator' | 'owner'>): EntryRow {
+  const now = new Date();
+  return {
+    ...fields, created: now, modified: now, size: null, mime_type: null, sha256: null, content_version: null,
+    path: null, preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
+  };
 }

@@ -6,9 +6,9 @@ import type { Connector, RepositoryBackend } from '../../connectors/connector.js
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { JobQueue } from '../../queue/job-queue.js';
-import type { Database } from '../../storage/driver/database.js';
+import { isSqlError, type Database } from '../../storage/driver/database.js';
 import type { ListQuery } from '../list-query.js';
-import type { EntryRow, TaskRef } from './entry.js';
+import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 
 export interface EntryInput {
@@ -21,6 +21,8 @@ export interface RecordChange {
   name?: string;
   metadata?: Record<string, unknown>;
   owner?: string | null;
+  /** When given, must be the entry's type: the kind of an entry never changes. */
+  type?: 'document' | 'collection';
 }
 
 type Plain = Record<string, unknown>;
@@ -44,7 +46,7 @@ function checkName(name: string): void {
 
 const UNIQUE_VIOLATION = '23505';
 function translate(err: unknown): never {
-  if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw conflict('NAME_EXISTS', 'an entry with this name already exists in the collection');
+  if (isSqlError(err, UNIQUE_VIOLATION)) throw conflict('NAME_EXISTS', 'an entry with this name already exists in the collection');
   throw err;
 }
 
@@ -136,11 +138,9 @@ export class RepositoryService {
     if (!parentUuid) this.permissions.require(p, 'documents', 'write');
     const parent = parentUuid ? await this.get(p, sid, parentUuid, 'write') : await this.root(sid);
     if (parent.type !== 'collection') throw methodNotAllowed('NOT_A_COLLECTION', `entry ${parent.uuid} is not a collection; entries can only be created in collections`);
-    const row: EntryRow = {
-      uuid: randomUUID(), sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata,
-      creator: p.user, owner, created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null,
-      content_version: null, path: null, preview_sha256: null, thumb_sha256: null, preview_of: null, preview_error: null,
-    };
+    const row = draftEntry({
+      uuid: randomUUID(), sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata, creator: p.user, owner,
+    });
     if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
     const made = await backend.create(row, parent);
     try {
@@ -160,6 +160,9 @@ export class RepositoryService {
     const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'write');
     if (entry.parent === null) throw conflict('ROOT_READONLY', 'the root collection cannot be changed');
+    if (change.type !== undefined && change.type !== entry.type) {
+      throw conflict('TYPE_IMMUTABLE', `entry ${uuid} is a ${entry.type}; its type cannot be changed`);
+    }
     const name = change.name ?? entry.name;
     checkName(name);
     const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(entry.metadata, change.metadata ?? {});

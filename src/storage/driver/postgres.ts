@@ -8,6 +8,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 // than the generic one (timestamps are on every listed row).
 pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => new Date(`${v.replace(' ', 'T')}${/[+-]\d\d$/.test(v) ? ':00' : ''}`));
 
+// Any constant; the same in every process of this product.
+const SCHEMA_LOCK = 727_000;
+
 export interface PostgresOptions {
   url: string;
   schema: string;
@@ -20,7 +23,11 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
   const setup = new pg.Client({ connectionString: opts.url });
   await setup.connect();
   try {
+    // serialized with other processes starting at the same time (see migrate.ts)
+    await setup.query('BEGIN');
+    await setup.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
     await setup.query(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"`);
+    await setup.query('COMMIT');
   } finally {
     await setup.end();
   }
