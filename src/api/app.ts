@@ -7,8 +7,8 @@ import { observe } from './middleware/observe.js';
 import { healthRoutes } from './health/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
-import { serviceRoutes } from './services/routes.js';
-import { repoRoutes } from './repo/routes.js';
+import { authenticate } from './middleware/authenticate.js';
+import type { Area } from '../areas/area.js';
 
 export interface AppState {
   shuttingDown: boolean;
@@ -19,7 +19,7 @@ export interface AppState {
  * (health, docs, dev issuer, GET /v1/auth), then the authenticated /v1 API.
  * Anything unmatched gets the same error body: 404, or 405 with Allow.
  */
-export function createApp(s: Services, state: AppState): Koa {
+export function createApp(s: Services, state: AppState, areas: readonly Area[]): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true; // errors are logged by errorHandler, not by Koa's default printer
   app.use(observe(s.log, s.metrics));
@@ -41,11 +41,21 @@ export function createApp(s: Services, state: AppState): Koa {
   const v1Open = new Router({ prefix: '/v1' });
   v1Open.use(authInfoRoutes(s).routes());
 
+  // The parent routers authenticate once for every area route below them; an
+  // area cannot leave a route open by forgetting a line. Router middleware runs
+  // only once a route matched, so 404/405 need no token.
   const v1 = new Router({ prefix: '/v1' });
-  // each area router authenticates first (see the routers)
-  for (const r of [serviceRoutes(s), repoRoutes(s)]) v1.use(r.routes());
+  v1.use(authenticate(s.verifier));
+  const v3 = new Router({ prefix: '/v3' });
+  v3.use(authenticate(s.verifier));
+  for (const area of areas) {
+    const r1 = area.v1?.(s);
+    if (r1) v1.use(r1.routes());
+    const r3 = area.v3?.(s);
+    if (r3) v3.use(r3.routes());
+  }
 
-  for (const r of [open, v1Open, v1]) {
+  for (const r of [open, v1Open, v1, v3]) {
     app.use(r.routes());
     app.use(r.allowedMethods());
   }

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { Principal } from '../auth/principal.js';
 import { badRequest } from '../errors/app-error.js';
-import type { RawQuery } from '../domain/list-query.js';
+import type { RawQuery } from '../query/list-query.js';
 
 /** Typed access to what middlewares put into `ctx.state`. */
 export function principal(ctx: Context): Principal {

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/blob-store.js';
 import type { Logger } from '../logging/logger.js';
 import type { ServiceConfig } from '../config/schema.js';
-import type { EntryRow } from '../domain/repository/entry.js';
+import type { EntryRow } from '../areas/repository/entry.js';
 import type { Sql } from '../storage/driver/database.js';
 
 export const COMMAND_NAMES = ['copy', 'move', 'delete', 'import', 'preview'] as const;

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/blob-store.js';
 import type { RepositoryBackend } from '../connectors/connector.js';
-import type { EntryRow } from '../domain/repository/entry.js';
-import { setPreview } from '../domain/repository/entry-store.js';
+import type { EntryRow } from '../areas/repository/entry.js';
+import { setPreview } from '../areas/repository/entry-store.js';
 import type { Sql } from '../storage/driver/database.js';
 import { canRenderPreview, renderPreview, UnsupportedPreviewError } from './render-preview.js';
 

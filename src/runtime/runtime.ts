@@ -6,6 +6,7 @@ import type { Logger } from '../logging/logger.js';
 import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { reconcile } from '../worker/reconciler.js';
+import { AREAS } from '../areas/index.js';
 import { buildServices, httpOrigin } from './build-services.js';
 import type { Services } from './services.js';
 
@@ -64,14 +65,14 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   const s = services;
   if (server) {
     server.off('request', starting);
-    server.on('request', createApp(s, state).callback());
+    server.on('request', createApp(s, state, AREAS).callback());
     const origin = httpOrigin(config.server.host, port);
     log.info({ url: `${origin}/v1`, docs: `${origin}/docs` }, 'API listening');
   }
   let workers: WorkerPool | undefined;
   let timer: NodeJS.Timeout | undefined;
   if (parts.workers) {
-    workers = startWorkers(jobHandlers(s), {
+    workers = startWorkers(jobHandlers(s, AREAS), {
       url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
       concurrency: config.queues.concurrency,
       onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
@@ -79,7 +80,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     log.debug('workers started; reconciling');
     // Neither waits for Redis: with Redis down the process still starts (readyz says
     // so) and the reconciler catches up once Redis is back.
-    const tick = () => reconcile(s).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
+    const tick = () => reconcile(s, AREAS).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
     void tick();
     timer = setInterval(tick, config.queues.reconcileIntervalMs);
     timer.unref();

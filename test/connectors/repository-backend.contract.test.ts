@@ -8,7 +8,7 @@ import { BlobStore } from '../../src/blobs/blob-store.js';
 import type { RepositoryBackend } from '../../src/connectors/connector.js';
 import { filesystemBackend } from '../../src/connectors/filesystem/filesystem-connector.js';
 import { storeBackend } from '../../src/connectors/store/store-connector.js';
-import type { EntryRow } from '../../src/domain/repository/entry.js';
+import type { EntryRow } from '../../src/areas/repository/entry.js';
 import { AppError } from '../../src/errors/app-error.js';
 
 /**

@@ -5,8 +5,8 @@ import type { Database } from '../../src/storage/driver/database.js';
 import { openPostgres } from '../../src/storage/driver/postgres.js';
 import { openPglite } from '../../src/storage/driver/pglite.js';
 import { migrate } from '../../src/storage/migrate.js';
-import * as entries from '../../src/domain/repository/entry-store.js';
-import { parseListQuery } from '../../src/domain/list-query.js';
+import * as entries from '../../src/areas/repository/entry-store.js';
+import { parseListQuery } from '../../src/query/list-query.js';
 import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
 
 /** One storage suite, run against both drivers: PostgreSQL server and embedded PGlite. */

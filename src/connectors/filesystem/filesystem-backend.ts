@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RepositoryBackend, WrittenContent } from '../connector.js';
-import type { EntryRow } from '../../domain/repository/entry.js';
+import type { EntryRow } from '../../areas/repository/entry.js';
 import { AppError, conflict, forbidden, notFound } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
 import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, splitRelPath, validateName } from './safe-path.js';

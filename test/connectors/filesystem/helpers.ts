@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { RepositoryBackend } from '../../../src/connectors/connector.js';
 import { filesystemBackend } from '../../../src/connectors/filesystem/filesystem-connector.js';
-import type { EntryRow } from '../../../src/domain/repository/entry.js';
+import type { EntryRow } from '../../../src/areas/repository/entry.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { openPglite } from '../../../src/storage/driver/pglite.js';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';

@@ -2,8 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import type { TestClient } from '../helpers/client.js';
+import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import type { TestClient } from '../../helpers/client.js';
 
 let rt: TestRuntime;
 let api: TestClient;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID, createHash } from 'node:crypto';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import type { TestClient } from '../helpers/client.js';
+import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import type { TestClient } from '../../helpers/client.js';
 
 /** Every row of the spec's Repositories table for the `store` connector, over HTTP against real PostgreSQL and Redis. */
 let rt: TestRuntime;

@@ -3,8 +3,8 @@ import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile, rename as fsRen
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import type { TestClient } from '../helpers/client.js';
+import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import type { TestClient } from '../../helpers/client.js';
 
 /** The Repositories rows for the `filesystem` connector, and every way out of its root we could think of. */
 let rt: TestRuntime;

@@ -1,4 +1,4 @@
-import type { EntryRow } from '../../domain/repository/entry.js';
+import type { EntryRow } from './entry.js';
 
 interface Cached {
   gen: number;

@@ -1,17 +1,15 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Services } from '../../runtime/services.js';
-import { authenticate } from '../middleware/authenticate.js';
 import { AppError, badRequest, notFound, payloadTooLarge } from '../../errors/app-error.js';
-import { parseListQuery, single } from '../../domain/list-query.js';
-import { launchSchema } from '../../domain/commands/command-params.js';
-import { jsonBody } from '../middleware/json-body.js';
-import { body, param, principal, query, uuidParam } from '../context.js';
-import { validate } from '../validate.js';
+import { parseListQuery, single } from '../../query/list-query.js';
+import { jsonBody } from '../../api/middleware/json-body.js';
+import { body, param, principal, query, uuidParam } from '../../api/context.js';
+import { validate } from '../../api/validate.js';
 import { presentEntry } from './present.js';
 import { ListingCache } from './listing-cache.js';
 import { createEntrySchema, inactivesSchema, patchEntrySchema, replaceEntrySchema, EMBED_ENTRY, type EntryEmbed } from './schema.js';
-import type { EntryRow } from '../../domain/repository/entry.js';
+import type { EntryRow } from './entry.js';
 
 function embedParam(ctx: Context, allowed: readonly EntryEmbed[]): Set<EntryEmbed> {
   const raw = ctx.query.embed;
@@ -41,7 +39,6 @@ function parseRange(header: string, size: number): { start: number; end: number 
 /** The repository rows of the Document Workflow API (spec: Repositories). */
 export function repoRoutes(s: Services): Router {
   const router = new Router();
-  router.use(authenticate(s.verifier));
   const json = jsonBody(s.config.server.jsonLimit);
   const repo = s.repository;
   const listings = new ListingCache(s.config.server.listingCacheBytes);
@@ -71,17 +68,6 @@ export function repoRoutes(s: Services): Router {
     const input = validate(createEntrySchema, body(ctx));
     const owner = s.permissions.ownerFor(p, 'documents', ctx.get('x-owner') || undefined);
     ctx.body = await present(ctx, await repo.create(p, param(ctx, 'sid'), undefined, input, owner));
-  });
-
-  router.post('/services/:sid/repo/command', json, async (ctx) => {
-    const sid = param(ctx, 'sid');
-    repo.backend(sid); // 404 for a service without a repository before the body is judged
-    const { command, parameters } = validate(launchSchema, body(ctx));
-    ctx.body = await s.commands.launch(principal(ctx), sid, command, parameters);
-  });
-
-  router.get('/services/:sid/repo/command/:cid', async (ctx) => {
-    ctx.body = await s.commands.status(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'cid'));
   });
 
   router.get('/services/:sid/repo/:uuid', async (ctx) => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../../storage/driver/database.js';
-import { toSql, type FieldMap, type ListQuery } from '../list-query.js';
+import { toSql, type FieldMap, type ListQuery } from '../../query/list-query.js';
 import type { ContentInfo, EntryRow, TaskRef } from './entry.js';
 
 /** SQL for repository entries; every statement is parameterized. */

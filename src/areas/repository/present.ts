@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { Principal } from '../../auth/principal.js';
 import type { BlobStore } from '../../blobs/blob-store.js';
-import type { EntryRow } from '../../domain/repository/entry.js';
-import type { RepositoryService } from '../../domain/repository/repository-service.js';
+import type { EntryRow } from './entry.js';
+import type { RepositoryService } from './repository-service.js';
 import type { EntryEmbed } from './schema.js';
 
 export const entryHref = (e: Pick<EntryRow, 'sid' | 'uuid'>) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;

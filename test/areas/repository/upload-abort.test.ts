@@ -2,8 +2,8 @@ import http from 'node:http';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import type { TestClient } from '../helpers/client.js';
+import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import type { TestClient } from '../../helpers/client.js';
 
 /** A client that goes away mid-upload changes nothing: no partial content, no temp files. */
 let rt: TestRuntime;

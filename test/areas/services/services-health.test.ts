@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 
 let rt: TestRuntime;
 beforeAll(async () => {

@@ -9,28 +9,8 @@ import type { RepositoryService } from '../repository/repository-service.js';
 import { isAncestorOrSelf } from '../repository/entry-store.js';
 import { parseParams } from './command-params.js';
 import { isFinal } from './command-states.js';
+import { presentCommand, type CommandStatus } from './present.js';
 import * as commands from './command-store.js';
-
-export interface CommandStatus {
-  cid: string;
-  command: string;
-  state: string;
-  progress: { done: number; total: number | null };
-  result: Record<string, unknown> | null;
-  error: { code: string; message: string } | null;
-  created: string;
-  updated: string;
-  expires: string;
-}
-
-export function presentCommand(c: commands.CommandRow): CommandStatus {
-  return {
-    cid: c.cid, command: c.command, state: c.state,
-    progress: { done: c.progress_done, total: c.progress_total },
-    result: c.result, error: c.error,
-    created: c.created.toISOString(), updated: c.updated.toISOString(), expires: c.expires.toISOString(),
-  };
-}
 
 /**
  * Launching and reading repository commands. Launch checks what can be checked

@@ -7,7 +7,7 @@ import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { JobQueue } from '../../queue/job-queue.js';
 import { isSqlError, type Database } from '../../storage/driver/database.js';
-import type { ListQuery } from '../list-query.js';
+import type { ListQuery } from '../../query/list-query.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
-import { eventually, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import type { TestClient } from '../helpers/client.js';
+import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import type { TestClient } from '../../helpers/client.js';
 
 let rt: TestRuntime;
 let api: TestClient;

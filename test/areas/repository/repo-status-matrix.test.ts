@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 
 /**
  * Every repository row answers 401 without a token, 403 without the right

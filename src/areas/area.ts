@@ -1,0 +1,27 @@
+import type Router from '@koa/router';
+import type { Services } from '../runtime/services.js';
+import type { JobData, JobHandlers, JobName } from '../queue/jobs.js';
+
+/** One piece of queue work the database says is pending (the reconciler enqueues it). */
+export type PendingJob = { [N in JobName]: { name: N; data: JobData<N> } }[JobName];
+
+/**
+ * A resource area (repository, commands, tasks, lists, print jobs, ...): one
+ * folder holding its routes, schema, presenter, service (no HTTP) and store
+ * (all SQL of its tables). It exports what the runtime wires, nothing more:
+ *
+ * - `v1` / `v3`: a router mounted under the API's parent router, which
+ *   authenticates once for everything below it, so no route can be left open
+ *   by forgetting a line (open routes live outside the areas);
+ * - `jobs`: the handlers of the area's jobs (declared in `src/queue/jobs.ts`);
+ * - `pending`: reconcile source, the work the database says is pending;
+ * - `housekeeping`: periodic clean-up, run by the `housekeeping.run` job.
+ */
+export interface Area {
+  readonly name: string;
+  v1?(s: Services): Router;
+  v3?(s: Services): Router;
+  jobs?(s: Services): JobHandlers;
+  pending?(s: Services, limit: number): Promise<PendingJob[]>;
+  housekeeping?(s: Services): Promise<Record<string, number>>;
+}

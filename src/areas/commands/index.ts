@@ -1,0 +1,25 @@
+import type { Area } from '../area.js';
+import { CommandRunner } from './command-runner.js';
+import { deleteExpired, pendingCommands } from './command-store.js';
+import { commandRoutes } from './routes.js';
+
+/** Asynchronous repository commands: launch, run in a worker, status delivered once. */
+export const commandsArea: Area = {
+  name: 'commands',
+  v1: commandRoutes,
+  jobs(s) {
+    const runner = new CommandRunner({
+      db: s.db, repo: s.repository, blobs: s.blobs, log: s.log.child({ component: 'commands' }),
+      expirySec: s.config.commands.expirySec,
+      import: { timeoutMs: s.config.commands.importTimeoutMs, allowPrivate: s.config.commands.importAllowPrivate, maxBytes: s.config.server.maxUploadBytes },
+      previews: s.config.previews,
+    });
+    return { 'command.run': async ({ cid }) => runner.run(cid) };
+  },
+  async pending(s, limit) {
+    return (await pendingCommands(s.db, limit)).map((data) => ({ name: 'command.run' as const, data }));
+  },
+  async housekeeping(s) {
+    return { expiredCommands: await deleteExpired(s.db) };
+  },
+};

@@ -1,0 +1,31 @@
+import type { Area } from '../area.js';
+import { makePreview } from '../../previews/preview-maker.js';
+import { getEntry, pendingPreviews, referencedBlobs, setPreview } from './entry-store.js';
+import { repoRoutes } from './routes.js';
+
+/** Document repositories: entries, content, previews. */
+export const repositoryArea: Area = {
+  name: 'repository',
+  v1: repoRoutes,
+  jobs: (s) => ({
+    'preview.render': async ({ sid, uuid, version }, job) => {
+      const entry = await getEntry(s.db, sid, uuid);
+      if (!entry || entry.content_version !== version) return; // content changed or entry gone: a newer job exists
+      const { backend } = s.repository.backend(sid);
+      try {
+        await makePreview({ db: s.db, blobs: s.blobs, sizes: s.config.previews }, backend, entry);
+      } catch (err) {
+        if (!job.finalAttempt) throw err; // retried with backoff
+        // out of attempts (corrupt or encrypted file, timeouts): say so instead of "not ready" forever
+        await setPreview(s.db, sid, uuid, version, { preview: null, thumb: null, error: (err as Error).message.slice(0, 500) });
+        s.log.warn({ err, sid, uuid }, 'preview failed for good');
+      }
+    },
+  }),
+  async pending(s, limit) {
+    return (await pendingPreviews(s.db, limit)).map((data) => ({ name: 'preview.render' as const, data }));
+  },
+  async housekeeping(s) {
+    return { removedBlobs: await s.blobs.collectGarbage((hashes) => referencedBlobs(s.db, hashes)) };
+  },
+};
