@@ -45,7 +45,7 @@ export interface ProfileSummary {
   inclusive: { name: string; where: string; totalMs: number; share: number }[];
 }
 
-/** Groups a script URL: `pino`, `@koa/router`, `src/api/repo/present.ts`, `node:internal`, ... */
+/** Groups a script URL: `pino`, `@koa/router`, `src/areas/repository/present.ts`, `node:internal`, ... */
 export function moduleOf(url: string): string {
   if (!url) return '(native/v8)';
   if (url.startsWith('node:')) return url.startsWith('node:internal') ? 'node:internal' : url;
