@@ -39,18 +39,18 @@ function readHeader(fields: Field[], limits: ListLimits): Column[] {
     else if (key === 'item.href') column = { kind: 'item.href' };
     else if (key.startsWith(LIST_META)) column = { kind: 'list.metadata', path: splitPath(key.slice(LIST_META.length)) };
     else if (key.startsWith(ITEM_META)) column = { kind: 'item.metadata', path: splitPath(key.slice(ITEM_META.length)) };
-    else throw invalidCsv(`unknown column "${key}": expected list.name, list.metadata.<key>, item.href or item.metadata.<key>`, { row: 1, column: key });
+    else throw invalidCsv(`row 1: unknown column "${key}": expected list.name, list.metadata.<key>, item.href or item.metadata.<key>`, { row: 1, column: key });
     const canonical = 'path' in column ? `${column.kind}.${joinPath(column.path)}` : column.kind;
-    if (seen.has(canonical)) throw invalidCsv(`column "${key}" appears twice`, { row: 1, column: key });
+    if (seen.has(canonical)) throw invalidCsv(`row 1: column "${key}" appears twice`, { row: 1, column: key });
     seen.add(canonical);
     if (column.kind === 'list.metadata') listKeys++;
     if (column.kind === 'item.metadata') itemKeys++;
     if (listKeys > limits.maxKeys || itemKeys > limits.maxKeys) {
-      throw invalidCsv(`more than ${limits.maxKeys} metadata columns`, { row: 1, column: key });
+      throw invalidCsv(`row 1: more than ${limits.maxKeys} metadata columns`, { row: 1, column: key });
     }
     return column;
   });
-  if (!seen.has('item.href')) throw invalidCsv('the header has no item.href column', { row: 1, column: 'item.href' });
+  if (!seen.has('item.href')) throw invalidCsv('row 1: the header has no item.href column', { row: 1, column: 'item.href' });
   return columns;
 }
 
@@ -63,10 +63,10 @@ const CSV_MESSAGES: Partial<Record<string, string>> = {
 };
 
 /** Turns csv-parse's error into a 400 naming the row and, when known, the column. */
-function fromCsvError(err: CsvError, header: string[] | undefined, limits: ListLimits) {
+function fromCsvError(err: CsvError, header: string[], limits: ListLimits) {
   const records = typeof err.records === 'number' ? err.records : 0;
   const index = typeof err.column === 'number' ? err.column : undefined;
-  const column = header && index !== undefined && err.code !== 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH' ? header[index] : undefined;
+  const column = records > 0 && index !== undefined && err.code !== 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH' ? header[index] : undefined;
   const line = typeof err.lines === 'number' ? err.lines : undefined;
   const base = CSV_MESSAGES[err.code] ?? err.message;
   const what = err.code === 'CSV_MAX_RECORD_SIZE' ? `${base} of ${limits.maxRecordChars} characters` : base;
@@ -84,12 +84,17 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
   let done = false;
 
   async function* items(): AsyncGenerator<ParsedListItem> {
+    const headerSeen: string[] = [];
     const parser = parse({
       bom: true,
       skip_empty_lines: true,
       record_delimiter: ['\r\n', '\n'],
       max_record_size: limits.maxRecordChars,
-      cast: (value, ctx) => (ctx.quoting && value === '' ? QUOTED_EMPTY : value),
+      cast: (value, ctx) => {
+        // the header as the parser saw it: an error can overtake records still buffered for us, so naming its column needs this copy
+        if (ctx.records === 0 && typeof ctx.index === 'number') headerSeen[ctx.index] = value;
+        return ctx.quoting && value === '' ? QUOTED_EMPTY : value;
+      },
     });
     const onSourceError = (err: Error) => parser.destroy(err);
     source.on('error', onSourceError);
@@ -106,7 +111,7 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
         try {
           next = await records.next();
         } catch (err) {
-          throw err instanceof CsvError ? fromCsvError(err, header, limits) : err;
+          throw err instanceof CsvError ? fromCsvError(err, headerSeen, limits) : err;
         }
         if (next.done) break;
         const fields = next.value;
@@ -191,7 +196,8 @@ export async function writeCsv(list: ListSource): Promise<Readable> {
     ...[...itemPaths.keys()].map((k) => ITEM_META + k),
   ];
   const itemStart = header.length - itemPaths.size;
-  const line = (fields: (string | null)[]) => stringify([fields], { record_delimiter: 'windows', quoted_match: /^$/ });
+  // quote_record_delimiter: with record_delimiter set, csv-stringify would otherwise leave a lone \n or \r unquoted
+  const line = (fields: (string | null)[]) => stringify([fields], { record_delimiter: 'windows', quote_record_delimiter: true, quoted_match: /^$/ });
   const listCells = () => [...(hasName ? [list.name!] : []), ...listLeaves.map(([, v]) => v)];
 
   async function* rows(): AsyncGenerator<string> {
