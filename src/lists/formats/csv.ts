@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { CsvError, parse } from 'csv-parse';
+import { CsvError, type Options, parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
 import { invalidCsv, listTooLarge } from './format-errors.js';
 import { type ListLimits, type ListSource, type ParsedList, type ParsedListItem, headerNotReady } from './list-document.js';
@@ -19,21 +19,46 @@ type Column =
   | { kind: 'item.href' }
   | { kind: 'item.metadata'; path: string[] };
 
-/** Marks a quoted empty field; csv-parse's `cast` sees the quoting, the record does not. */
+/** Marks a quoted empty field (`""`), which the parsed record alone does not tell from an unquoted one. */
 const QUOTED_EMPTY = Symbol('quoted empty');
 type Field = string | typeof QUOTED_EMPTY;
+
+/**
+ * Finds the quoted empty fields of a record in its raw text. (csv-parse's
+ * `cast` would tell each field's quoting too, but costs several times the
+ * whole parse.) Only records with an empty field are scanned; the raw text may
+ * start with the blank lines skipped before it.
+ */
+function markQuotedEmpties(record: string[], raw: string): Field[] {
+  if (!record.includes('')) return record;
+  const fields: Field[] = [...record];
+  let i = 0;
+  while (raw[i] === '\r' || raw[i] === '\n') i++;
+  for (let f = 0; f < record.length && i < raw.length; f++) {
+    if (raw[i] !== '"') {
+      const comma = raw.indexOf(',', i);
+      i = comma < 0 ? raw.length : comma + 1;
+      continue;
+    }
+    let close = raw.indexOf('"', i + 1);
+    while (close >= 0 && raw[close + 1] === '"') close = raw.indexOf('"', close + 2);
+    if (close < 0) break;
+    if (close === i + 1) fields[f] = QUOTED_EMPTY;
+    i = close + 2;
+  }
+  return fields;
+}
 const valueOf = (f: Field | undefined): string | undefined => (f === QUOTED_EMPTY ? '' : f === '' ? undefined : f);
 
 const LIST_META = 'list.metadata.';
 const ITEM_META = 'item.metadata.';
 
 /** Reads the header row into columns; every problem names its column. */
-function readHeader(fields: Field[], limits: ListLimits): Column[] {
+function readHeader(fields: string[], limits: ListLimits): Column[] {
   const seen = new Set<string>();
   let listKeys = 0;
   let itemKeys = 0;
-  const columns = fields.map((field): Column => {
-    const key = field === QUOTED_EMPTY ? '' : field;
+  const columns = fields.map((key): Column => {
     let column: Column;
     if (key === 'list.name') column = { kind: 'list.name' };
     else if (key === 'item.href') column = { kind: 'item.href' };
@@ -63,7 +88,7 @@ const CSV_MESSAGES: Partial<Record<string, string>> = {
 };
 
 /** Turns csv-parse's error into a 400 naming the row and, when known, the column. */
-function fromCsvError(err: CsvError, header: string[], limits: ListLimits) {
+function fromCsvError(err: CsvError, header: readonly string[], limits: ListLimits) {
   const records = typeof err.records === 'number' ? err.records : 0;
   const index = typeof err.column === 'number' ? err.column : undefined;
   const column = records > 0 && index !== undefined && err.code !== 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH' ? header[index] : undefined;
@@ -84,18 +109,17 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
   let done = false;
 
   async function* items(): AsyncGenerator<ParsedListItem> {
-    const headerSeen: string[] = [];
-    const parser = parse({
+    const options = {
       bom: true,
       skip_empty_lines: true,
       record_delimiter: ['\r\n', '\n'],
       max_record_size: limits.maxRecordChars,
-      cast: (value, ctx) => {
-        // the header as the parser saw it: an error can overtake records still buffered for us, so naming its column needs this copy
-        if (ctx.records === 0 && typeof ctx.index === 'number') headerSeen[ctx.index] = value;
-        return ctx.quoting && value === '' ? QUOTED_EMPTY : value;
-      },
-    });
+      raw: true,
+      // a failing record then leaves the records before it readable, so the header is never lost to an error in the next rows
+      autoDestroy: false,
+    };
+    // the typings know neither `raw: true` records nor the stream options csv-parse hands to its Transform
+    const parser = parse(options as Options);
     const onSourceError = (err: Error) => parser.destroy(err);
     source.on('error', onSourceError);
     source.pipe(parser);
@@ -105,22 +129,22 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
     let count = 0;
     const list = new MetadataBuilder(limits.maxKeys);
     try {
-      const records = parser[Symbol.asyncIterator]() as AsyncIterator<Field[]>;
+      const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string }>;
       for (;;) {
-        let next: IteratorResult<Field[]>;
+        let next: IteratorResult<{ record: string[]; raw: string }>;
         try {
           next = await records.next();
         } catch (err) {
-          throw err instanceof CsvError ? fromCsvError(err, headerSeen, limits) : err;
+          throw err instanceof CsvError ? fromCsvError(err, header ?? [], limits) : err;
         }
         if (next.done) break;
-        const fields = next.value;
         row++;
         if (!header) {
-          columns = readHeader(fields, limits);
-          header = fields.map((f) => (f === QUOTED_EMPTY ? '' : f));
+          header = next.value.record;
+          columns = readHeader(header, limits);
           continue;
         }
+        const fields = markQuotedEmpties(next.value.record, next.value.raw);
         const item = readRow(fields, columns, header, row, list, limits);
         if (item.name !== undefined) {
           if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });

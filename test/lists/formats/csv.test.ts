@@ -26,6 +26,8 @@ describe('CSV lists: reading', () => {
     const text = 'item.href,list.metadata.a,list.name\n/x,,\n,1,late\n/y,1,late\n';
     expect(await parseText('csv', text)).toEqual({ name: 'late', metadata: { a: '1' }, items: [{ href: '/x', metadata: {} }, { href: '/y', metadata: {} }] });
     expect(await parseText('csv', 'item.href\n')).toEqual({ metadata: {}, items: [] });
+    // a quoted empty first field after blank lines
+    expect(await parseText('csv', 'item.metadata.a,item.href\n\r\n\n"",/x\n,/y')).toEqual({ metadata: {}, items: [{ href: '/x', metadata: { a: '' } }, { href: '/y', metadata: {} }] });
   });
 
   it('reads escaped dots and "__proto__" as plain keys', async () => {
