@@ -15,7 +15,7 @@ import { type RlistToken, RlistLexer } from './rlist-lexer.js';
  */
 
 /** Sections whose keys become list metadata prefixed by the section name. */
-export const RLIST_METADATA_SECTIONS = ['PROGRAM', 'PROCESSING', 'JOBINFO', 'SENDER'] as const;
+const RLIST_METADATA_SECTIONS = ['PROGRAM', 'PROCESSING', 'JOBINFO', 'SENDER'] as const;
 const METADATA_SECTIONS = new Set<string>(RLIST_METADATA_SECTIONS);
 const DOCUMENT = /^DOCUMENT_(\d{1,9})$/;
 const EOL = '\r\n';

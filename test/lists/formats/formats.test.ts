@@ -93,7 +93,7 @@ describe('over HTTP: import by Content-Type, export by Accept', () => {
   it('415 for an unknown body type, 406 for an unknown Accept, 400 naming row and column', async () => {
     expect((await post(CSV, { 'content-type': 'text/plain' })).status).toBe(415);
     const na = await post(CSV, { 'content-type': 'text/csv', accept: 'image/png' });
-    expect([na.status, (await na.json()).code]).toEqual([406, 'NOT_ACCEPTABLE']);
+    expect([na.status, ((await na.json()) as { code: string }).code]).toEqual([406, 'NOT_ACCEPTABLE']);
     const bad = await post('item.href,item.metadata.a\n/x,"open\n', { 'content-type': 'text/csv' });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ status: 400, code: 'INVALID_CSV', details: { row: 2, column: 'item.metadata.a' } });
