@@ -154,6 +154,7 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
         if (++count > limits.maxItems) throw listTooLarge(limits.maxItems);
         yield { href: item.href, metadata: item.metadata, at: { row } };
       }
+      if (!header) throw invalidCsv('row 1: the body is empty; a header row with item.href is required', { row: 1, column: 'item.href' });
       listMeta = list;
       done = true;
     } finally {

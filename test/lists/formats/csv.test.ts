@@ -52,6 +52,7 @@ describe('CSV lists: reading', () => {
 
 describe('CSV lists: bad input is a 400 naming the row and column', () => {
   const cases: [string, string, Record<string, unknown>][] = [
+    ['empty body', '\r\n\n', { row: 1, column: 'item.href' }],
     ['missing item.href column', 'list.name,item.metadata.a\nx,1\n', { row: 1, column: 'item.href' }],
     ['unknown column', 'item.href,item.meta.a\n/x,1\n', { row: 1, column: 'item.meta.a' }],
     ['bare item.metadata column', 'item.href,item.metadata\n/x,1\n', { row: 1, column: 'item.metadata' }],
