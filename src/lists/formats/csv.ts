@@ -1,0 +1,247 @@
+import { Readable } from 'node:stream';
+import { CsvError, type Options, parse } from 'csv-parse';
+import { stringify } from 'csv-stringify/sync';
+import { invalidCsv, listTooLarge } from './format-errors.js';
+import { type ListLimits, type ListSource, type ParsedList, type ParsedListItem, headerNotReady } from './list-document.js';
+import { MetadataBuilder, flatten, joinPath, splitPath } from './metadata-paths.js';
+
+/**
+ * CSV lists (docs/formats.md): a header row of keys (`list.name`,
+ * `list.metadata.<path>`, `item.href`, `item.metadata.<path>`), then one row
+ * per item. List values may stand on any row; a later row repeats them or
+ * leaves them empty. An unquoted empty field is "no value", a quoted one
+ * (`""`) the empty string, so both survive export and import.
+ */
+
+type Column =
+  | { kind: 'list.name' }
+  | { kind: 'list.metadata'; path: string[] }
+  | { kind: 'item.href' }
+  | { kind: 'item.metadata'; path: string[] };
+
+/** Marks a quoted empty field (`""`), which the parsed record alone does not tell from an unquoted one. */
+const QUOTED_EMPTY = Symbol('quoted empty');
+type Field = string | typeof QUOTED_EMPTY;
+
+/**
+ * Finds the quoted empty fields of a record in its raw text. (csv-parse's
+ * `cast` would tell each field's quoting too, but costs several times the
+ * whole parse.) Only records with an empty field are scanned; the raw text may
+ * start with the blank lines skipped before it.
+ */
+function markQuotedEmpties(record: string[], raw: string): Field[] {
+  if (!record.includes('')) return record;
+  const fields: Field[] = [...record];
+  let i = 0;
+  while (raw[i] === '\r' || raw[i] === '\n') i++;
+  for (let f = 0; f < record.length && i < raw.length; f++) {
+    if (raw[i] !== '"') {
+      const comma = raw.indexOf(',', i);
+      i = comma < 0 ? raw.length : comma + 1;
+      continue;
+    }
+    let close = raw.indexOf('"', i + 1);
+    while (close >= 0 && raw[close + 1] === '"') close = raw.indexOf('"', close + 2);
+    if (close < 0) break;
+    if (close === i + 1) fields[f] = QUOTED_EMPTY;
+    i = close + 2;
+  }
+  return fields;
+}
+const valueOf = (f: Field | undefined): string | undefined => (f === QUOTED_EMPTY ? '' : f === '' ? undefined : f);
+
+const LIST_META = 'list.metadata.';
+const ITEM_META = 'item.metadata.';
+
+/** Reads the header row into columns; every problem names its column. */
+function readHeader(fields: string[], limits: ListLimits): Column[] {
+  const seen = new Set<string>();
+  let listKeys = 0;
+  let itemKeys = 0;
+  const columns = fields.map((key): Column => {
+    let column: Column;
+    if (key === 'list.name') column = { kind: 'list.name' };
+    else if (key === 'item.href') column = { kind: 'item.href' };
+    else if (key.startsWith(LIST_META)) column = { kind: 'list.metadata', path: splitPath(key.slice(LIST_META.length)) };
+    else if (key.startsWith(ITEM_META)) column = { kind: 'item.metadata', path: splitPath(key.slice(ITEM_META.length)) };
+    else throw invalidCsv(`row 1: unknown column "${key}": expected list.name, list.metadata.<key>, item.href or item.metadata.<key>`, { row: 1, column: key });
+    const canonical = 'path' in column ? `${column.kind}.${joinPath(column.path)}` : column.kind;
+    if (seen.has(canonical)) throw invalidCsv(`row 1: column "${key}" appears twice`, { row: 1, column: key });
+    seen.add(canonical);
+    if (column.kind === 'list.metadata') listKeys++;
+    if (column.kind === 'item.metadata') itemKeys++;
+    if (listKeys > limits.maxKeys || itemKeys > limits.maxKeys) {
+      throw invalidCsv(`row 1: more than ${limits.maxKeys} metadata columns`, { row: 1, column: key });
+    }
+    return column;
+  });
+  if (!seen.has('item.href')) throw invalidCsv('row 1: the header has no item.href column', { row: 1, column: 'item.href' });
+  return columns;
+}
+
+const CSV_MESSAGES: Partial<Record<string, string>> = {
+  CSV_QUOTE_NOT_CLOSED: 'a quoted field is not closed before the end of the input',
+  CSV_INVALID_CLOSING_QUOTE: 'a closing quote is followed by something other than a comma or the end of the row',
+  INVALID_OPENING_QUOTE: 'a quote inside an unquoted field (quote the whole field and double inner quotes)',
+  CSV_RECORD_INCONSISTENT_FIELDS_LENGTH: 'the row does not have as many fields as the header',
+  CSV_MAX_RECORD_SIZE: 'the row is longer than the limit',
+};
+
+/** Turns csv-parse's error into a 400 naming the row and, when known, the column. */
+function fromCsvError(err: CsvError, header: readonly string[], limits: ListLimits) {
+  const records = typeof err.records === 'number' ? err.records : 0;
+  const index = typeof err.column === 'number' ? err.column : undefined;
+  const column = records > 0 && index !== undefined && err.code !== 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH' ? header[index] : undefined;
+  const line = typeof err.lines === 'number' ? err.lines : undefined;
+  const base = CSV_MESSAGES[err.code] ?? err.message;
+  const what = err.code === 'CSV_MAX_RECORD_SIZE' ? `${base} of ${limits.maxRecordChars} characters` : base;
+  return invalidCsv(`row ${records + 1}${column !== undefined ? `, column ${column}` : ''}: ${what}`, {
+    row: records + 1,
+    ...(column !== undefined ? { column } : {}),
+    ...(line !== undefined ? { line } : {}),
+  });
+}
+
+/** Parses a CSV list as it streams in. The source is unpiped (not destroyed) when parsing stops. */
+export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
+  let name: string | undefined;
+  let listMeta: MetadataBuilder | undefined;
+  let done = false;
+
+  async function* items(): AsyncGenerator<ParsedListItem> {
+    const options = {
+      bom: true,
+      skip_empty_lines: true,
+      record_delimiter: ['\r\n', '\n'],
+      max_record_size: limits.maxRecordChars,
+      raw: true,
+      // a failing record then leaves the records before it readable, so the header is never lost to an error in the next rows
+      autoDestroy: false,
+    };
+    // the typings know neither `raw: true` records nor the stream options csv-parse hands to its Transform
+    const parser = parse(options as Options);
+    const onSourceError = (err: Error) => parser.destroy(err);
+    source.on('error', onSourceError);
+    source.pipe(parser);
+    let header: string[] | undefined;
+    let columns: Column[] = [];
+    let row = 0;
+    let count = 0;
+    const list = new MetadataBuilder(limits.maxKeys);
+    try {
+      const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string }>;
+      for (;;) {
+        let next: IteratorResult<{ record: string[]; raw: string }>;
+        try {
+          next = await records.next();
+        } catch (err) {
+          throw err instanceof CsvError ? fromCsvError(err, header ?? [], limits) : err;
+        }
+        if (next.done) break;
+        row++;
+        if (!header) {
+          header = next.value.record;
+          columns = readHeader(header, limits);
+          continue;
+        }
+        const fields = markQuotedEmpties(next.value.record, next.value.raw);
+        const item = readRow(fields, columns, header, row, list, limits);
+        if (item.name !== undefined) {
+          if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });
+          name = item.name;
+        }
+        if (item.href === undefined) continue;
+        if (++count > limits.maxItems) throw listTooLarge(limits.maxItems);
+        yield { href: item.href, metadata: item.metadata, at: { row } };
+      }
+      if (!header) throw invalidCsv('row 1: the body is empty; a header row with item.href is required', { row: 1, column: 'item.href' });
+      listMeta = list;
+      done = true;
+    } finally {
+      source.off('error', onSourceError);
+      source.unpipe(parser);
+      parser.destroy();
+    }
+  }
+
+  return {
+    items: items(),
+    header: () => (done ? { ...(name !== undefined ? { name } : {}), metadata: listMeta!.root } : headerNotReady()),
+  };
+}
+
+/** One data row: list values go into `list` (first value wins, a different later one is a 400), item values into the item. */
+function readRow(fields: Field[], columns: Column[], header: string[], row: number, list: MetadataBuilder, limits: ListLimits) {
+  let name: string | undefined;
+  let href: string | undefined;
+  const item = new MetadataBuilder(limits.maxKeys);
+  let itemColumn: string | undefined;
+  for (let i = 0; i < columns.length; i++) {
+    const value = valueOf(fields[i]);
+    if (value === undefined) continue;
+    const column = columns[i]!;
+    const key = header[i]!;
+    if (column.kind === 'list.name') {
+      name = value;
+    } else if (column.kind === 'item.href') {
+      href = value;
+    } else if (column.kind === 'list.metadata') {
+      const res = list.set(column.path, value);
+      if (res === 'conflict') throw invalidCsv(`row ${row}, column ${key}: the value conflicts with an earlier row or column`, { row, column: key });
+    } else {
+      itemColumn ??= key;
+      if (item.set(column.path, value) === 'conflict') throw invalidCsv(`row ${row}, column ${key}: the key conflicts with another column`, { row, column: key });
+    }
+  }
+  if (href === '' || (href === undefined && itemColumn !== undefined)) {
+    throw invalidCsv(`row ${row}: item.href is empty`, { row, column: 'item.href' });
+  }
+  return { name, href, metadata: item.root };
+}
+
+/**
+ * Writes a list as CSV: one pass over the items collects the columns, a
+ * second writes the rows (CRLF, minimal quoting, `""` for an empty string).
+ * Memory holds the set of keys, never the rows. List values stand on the first row.
+ */
+export async function writeCsv(list: ListSource): Promise<Readable> {
+  const listLeaves = [...flatten(list.metadata)];
+  const itemPaths = new Map<string, number>();
+  for await (const item of list.items()) {
+    for (const [path] of flatten(item.metadata)) {
+      const key = joinPath(path);
+      if (!itemPaths.has(key)) itemPaths.set(key, itemPaths.size);
+    }
+  }
+  const hasName = list.name !== undefined;
+  const header = [
+    ...(hasName ? ['list.name'] : []),
+    ...listLeaves.map(([path]) => LIST_META + joinPath(path)),
+    'item.href',
+    ...[...itemPaths.keys()].map((k) => ITEM_META + k),
+  ];
+  const itemStart = header.length - itemPaths.size;
+  // quote_record_delimiter: with record_delimiter set, csv-stringify would otherwise leave a lone \n or \r unquoted
+  const line = (fields: (string | null)[]) => stringify([fields], { record_delimiter: 'windows', quote_record_delimiter: true, quoted_match: /^$/ });
+  const listCells = () => [...(hasName ? [list.name!] : []), ...listLeaves.map(([, v]) => v)];
+
+  async function* rows(): AsyncGenerator<string> {
+    yield line(header);
+    let first = true;
+    for await (const item of list.items()) {
+      const fields: (string | null)[] = new Array<string | null>(header.length).fill(null);
+      if (first) listCells().forEach((v, i) => (fields[i] = v));
+      first = false;
+      fields[itemStart - 1] = item.href;
+      for (const [path, value] of flatten(item.metadata)) {
+        const at = itemPaths.get(joinPath(path));
+        // an item that gained a key between the passes: the column does not exist, so it cannot be written
+        if (at !== undefined) fields[itemStart + at] = value;
+      }
+      yield line(fields);
+    }
+    if (first && itemStart > 1) yield line([...listCells(), null]);
+  }
+  return Readable.from(rows());
+}
+
