@@ -95,7 +95,7 @@ export class RlistLexer {
           break;
         case 'afterKey':
           if (c === '=') this.startValue(this.key, true);
-          else if (!isBlank(c)) throw this.fail('a quoted key is not followed by "="', this.key);
+          else if (!isBlank(c)) throw this.fail('a quoted key is not followed by "="', this.key, undefined, this.entryLine);
           break;
         case 'valueStart':
           if (c === '"') this.state = 'valueQuoted';

@@ -97,6 +97,7 @@ describe('RList: a broken section is a 400 naming the section and key', () => {
     ['NAME and "name" in a document', '[DOCUMENT_1]\nHREF=/a\nNAME=1\n"name"=2\n', { section: 'DOCUMENT_1', key: 'name' }],
     ['unterminated quoted value', '[DOCUMENT_1]\nHREF=/a\nNOTE="open\nX=1\n', { section: 'DOCUMENT_1', key: 'NOTE', line: 3 }],
     ['text after a closing quote', '[DOCUMENT_1]\nHREF="/a" b\n', { section: 'DOCUMENT_1', key: 'HREF', line: 2 }],
+    ['a quoted key without "="', '[DOCUMENT_1]\nHREF=/a\n"K"\nX=1\n', { section: 'DOCUMENT_1', key: 'K', line: 3 }],
     ['a quote inside an unquoted key', '[DOCUMENT_1]\nA"B=1\n', { section: 'DOCUMENT_1', key: 'A' }],
   ];
   it.each(cases)('%s', async (_, text, details) => {
