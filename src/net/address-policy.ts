@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
@@ -5,7 +6,7 @@ import ipaddr from 'ipaddr.js';
  * normalised address, so a new spelling of a private address cannot slip
  * through a list of forbidden prefixes:
  *
- * 1. parse (ipaddr.js; a zone id such as `%eth0` is dropped);
+ * 1. parse (standard notations only; a zone id such as `%eth0` is dropped);
  * 2. an IPv6 address that carries an IPv4 address reaching that host is
  *    replaced by it: IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated
  *    `::ffff:0:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`
@@ -47,9 +48,12 @@ function embeddedV4(a: ipaddr.IPv6): ipaddr.IPv4 | undefined {
 
 /** Judges one address (a literal from a URL, a DNS answer, or a socket's remote address). */
 export function judgeAddress(raw: string): AddressVerdict {
+  const text = raw.replace(/^\[|\]$/g, '');
   let addr: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    addr = ipaddr.parse(raw.replace(/^\[|\]$/g, ''));
+    // only the standard notations (what URLs, resolvers and sockets give): ipaddr.js would also read '1.2.3' or '0x7f.1'
+    if (isIP(text.replace(/%.*$/, '')) === 0) throw new Error('not an IP address');
+    addr = ipaddr.parse(text);
   } catch {
     return { allowed: false, normalised: raw, range: 'invalid' };
   }

@@ -36,10 +36,10 @@ function guardedLookup(hostname: string, options: { all?: boolean; family?: numb
  * The last line of the guard: after connecting (and after the TLS handshake),
  * the socket's actual remote address is judged. This covers IP literals (which
  * skip `lookup`), any resolver path the lookup hook does not see, and DNS
- * rebinding between a check and the connect.
+ * rebinding between a check and the connect. Exported for its test.
  */
 const baseConnect = buildConnector({ lookup: guardedLookup as never });
-const guardedConnect: buildConnector.connector = (options, callback) => {
+export const guardedConnect: buildConnector.connector = (options, callback) => {
   baseConnect(options, (...args) => {
     const [err, socket] = args;
     if (err) return callback(err, null);
