@@ -49,12 +49,13 @@ export class CommandRunner {
     }
   }
 
+  /** A throttled progress writer. It never rejects: progress is advisory and must not fail (or escape) a transfer. */
   private progress(cid: string) {
     let last = 0;
     return async (done: number, total: number | null, force = false) => {
       if (!force && Date.now() - last < 250) return;
       last = Date.now();
-      await commands.setProgress(this.d.db, cid, done, total);
+      await commands.setProgress(this.d.db, cid, done, total).catch((err: unknown) => this.d.log.warn({ err, cid }, 'progress not recorded'));
     };
   }
 
@@ -181,7 +182,7 @@ export class CommandRunner {
       const meter = new Transform({
         transform: (chunk: Buffer, _e, cb) => {
           done += chunk.length;
-          report(done, total).then(() => cb(null, chunk), cb);
+          void report(done, total).then(() => cb(null, chunk)); // report never rejects
         },
       });
       pipeline(fetched.body, meter, () => undefined); // errors reach writeContent through `meter`, or are moot
