@@ -193,7 +193,13 @@ export class CommandRunner {
             uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: displayUrl(fetched.url) }, creator: cmd.creator, owner: null,
           });
           const made = await backend.create(draft, target);
-          await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
+          try {
+            await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
+          } catch (err) {
+            // e.g. a racing import took the name: the empty file must not stay behind as a document
+            await backend.remove({ ...draft, path: made.path ?? null }).catch((e: unknown) => this.d.log.warn({ err: e, uuid }, 'import: cannot remove the new file'));
+            throw err;
+          }
           entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;
         }
         const written = await backend.writeContent(entry, meter, this.d.import.maxBytes).catch((err: unknown) => {
