@@ -13,7 +13,8 @@ import { processEnv, type ProcessEnv } from './process-env.js';
 
 /**
  * Acceptance test for crash leftovers: `api` and `worker` as separate
- * processes on PostgreSQL; 100 imports from a slow source; the worker is
+ * processes on PostgreSQL; 100 imports from a slow source (into the blob
+ * store and a filesystem repository); the worker is
  * killed with SIGKILL while several are streaming; the source then answers
  * 503. Once a new worker runs, every command reaches a final state, no
  * document is left without content and no `.part` file is left behind.
@@ -30,7 +31,10 @@ let source: http.Server;
 let src: string;
 let failing = false;
 
-const partFiles = async () => (await readdir(path.join(pe.dataDir, 'blobs', 'tmp')).catch(() => [] as string[])).filter((n) => n.endsWith('.part'));
+const blobParts = async () => (await readdir(path.join(pe.dataDir, 'blobs', 'tmp')).catch(() => [] as string[])).filter((n) => n.endsWith('.part'));
+const fileParts = async () => (await readdir(path.join(pe.dataDir, 'files')).catch(() => [] as string[])).filter((n) => n.endsWith('.part'));
+const partFiles = async () => [...await blobParts(), ...await fileParts()];
+const SERVICES = ['store', 'files'];
 const count = async (sql: string) => Number((await db.query<{ n: string }>(sql)).rows[0]!.n);
 
 beforeAll(async () => {
@@ -82,12 +86,13 @@ afterAll(async () => {
 describe('an import crash leaves nothing behind', () => {
   it('kill -9 of the worker during 100 slow imports, then a failing source: all final, no empty document, no part file', async () => {
     const cids: string[] = [];
-    for (let i = 0; i < COUNT; i++) cids.push(await launch(api, 'store', 'import', { url: `${src}/slow/imp-${i}.bin` }));
+    // alternating between the blob store and the filesystem repository, so both are in flight at the kill
+    for (let i = 0; i < COUNT; i++) cids.push(await launch(api, SERVICES[i % 2]!, 'import', { url: `${src}/slow/imp-${i}.bin` }));
 
     const worker = await startProcess('worker', pe.env);
     await waitLog(worker, /workers running/);
     // several imports are streaming: their documents exist without content, their part files grow
-    await eventually(async () => ((await partFiles()).length >= 2 ? true : undefined), 120_000, 100);
+    await eventually(async () => ((await blobParts()).length >= 1 && (await fileParts()).length >= 1 ? true : undefined), 120_000, 100);
     await eventually(async () => ((await count(`SELECT count(*) AS n FROM entries WHERE parent IS NOT NULL AND sha256 IS NULL`)) >= 2 ? true : undefined), 60_000, 100);
     worker.child.kill('SIGKILL');
     await worker.exited;
@@ -99,10 +104,12 @@ describe('an import crash leaves nothing behind', () => {
 
     const again = await startProcess('worker', pe.env);
     await waitLog(again, /workers running/);
-    // the start-up sweep took the dead worker's part files and said so
+    // the start-up sweeps took the dead worker's part files and said so (the filesystem one runs in the background)
+    expect(await blobParts()).toEqual([]);
+    const fsSwept = JSON.parse(await waitLog(again, /"sid":"files".*removed part files left by stopped processes/, 30_000)) as { removed: number };
     expect(await partFiles()).toEqual([]);
-    const swept = JSON.parse(await waitLog(again, /removed part files left by stopped processes/, 10_000)) as { removed: number };
-    expect(swept.removed).toBe(leftParts.length);
+    const blobSwept = JSON.parse(again.logs.find((l) => /"dir":"blobs\/tmp".*removed part files/.test(l))!) as { removed: number };
+    expect(blobSwept.removed + fsSwept.removed).toBe(leftParts.length);
 
     // interrupted jobs come back once their locks expire (BullMQ stalled-job check): bounded generously
     await eventually(async () => ((await count(`SELECT count(*) AS n FROM commands WHERE state NOT IN ('success', 'failure')`)) === 0 ? true : undefined), 240_000, 500);
@@ -118,10 +125,12 @@ describe('an import crash leaves nothing behind', () => {
     const successes = Number(states.find((s) => s.state === 'success')?.n ?? 0);
     expect(await count(`SELECT count(*) AS n FROM entries WHERE parent IS NOT NULL AND size = ${TOTAL}`)).toBe(successes);
     expect(await partFiles()).toEqual([]);
+    // and on disk: only the complete files of successful imports
+    expect((await readdir(path.join(pe.dataDir, 'files'))).length).toBe(await count(`SELECT count(*) AS n FROM entries WHERE sid = 'files' AND parent IS NOT NULL`));
 
     // the statuses read through the API agree (each delivered once)
-    for (const cid of cids.slice(0, 5)) {
-      const res = await api.get(`/v1/services/store/repo/command/${cid}`);
+    for (const [i, cid] of cids.slice(0, 6).entries()) {
+      const res = await api.get(`/v1/services/${SERVICES[i % 2]}/repo/command/${cid}`);
       expect(['success', 'failure']).toContain(res.body.state);
     }
     expect(apiProc.child.exitCode).toBeNull();
