@@ -18,6 +18,7 @@ import ipaddr from 'ipaddr.js';
  *    local-use NAT64 `64:ff9b:1::/48` lies outside `2000::/3` anyway).
  */
 
+/** What the policy says about one address, and what it judged (for logs). */
 export interface AddressVerdict {
   allowed: boolean;
   /** The normalised address that was judged (an IPv4 address for the embedding IPv6 forms). */

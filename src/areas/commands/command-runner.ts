@@ -216,7 +216,8 @@ export class CommandRunner {
         meter.destroy(); // no-op after a complete write; on an early exit it frees the connection through pipeline
       }
     } catch (err) {
-      await this.discardUnfinished(cmd.sid, uuid);
+      // the import's own failure is what the caller sees; a failing clean-up is logged (the re-run retries it)
+      await this.discardUnfinished(cmd.sid, uuid).catch((e: unknown) => this.d.log.warn({ err: e, cid: cmd.cid }, 'import: cannot remove the unfinished document'));
       throw err;
     }
   }
