@@ -216,7 +216,7 @@ export class CommandRunner {
         meter.destroy(); // no-op after a complete write; on an early exit it frees the connection through pipeline
       }
     } catch (err) {
-      // the import's own failure is what the caller sees; a failing clean-up is logged (the re-run retries it)
+      // the import's own failure is what the caller sees; a clean-up that fails too (database gone) is logged
       await this.discardUnfinished(cmd.sid, uuid).catch((e: unknown) => this.d.log.warn({ err: e, cid: cmd.cid }, 'import: cannot remove the unfinished document'));
       throw err;
     }
