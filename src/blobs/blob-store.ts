@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, type ReadStream } from 'node:fs';
 import { mkdir, rename, rm, stat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { meteredHash } from './metered-hash.js';
+import { partFileName, sweepPartDir, type SweepResult } from './part-files.js';
 
 export interface BlobInfo {
   sha256: string;
@@ -26,8 +26,19 @@ export class BlobStore {
     this.tmpDir = path.join(root, 'tmp');
   }
 
-  async init(): Promise<void> {
+  /**
+   * Creates the directories and removes the part files that killed writers
+   * left in `tmp/` (see part-files.ts: live writers of other processes sharing
+   * the directory are spared). Returns what it removed, for the log.
+   */
+  async init(): Promise<SweepResult> {
     await mkdir(this.tmpDir, { recursive: true });
+    return this.sweepParts();
+  }
+
+  /** Removes abandoned part files from `tmp/` (start-up and housekeeping). */
+  sweepParts(): Promise<SweepResult> {
+    return sweepPartDir(this.tmpDir);
   }
 
   pathOf(sha256: string): string {
@@ -37,7 +48,7 @@ export class BlobStore {
 
   /** Streams `source` into the store; rejects with 413 past `maxBytes` (0 = unlimited). */
   async put(source: Readable, maxBytes = 0): Promise<BlobInfo> {
-    const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
+    const tmp = path.join(this.tmpDir, partFileName());
     const meter = meteredHash(maxBytes);
     try {
       // a large buffer lets the file stream batch socket chunks into one writev
@@ -85,11 +96,6 @@ export class BlobStore {
   async collectGarbage(isReferenced: (sha256s: string[]) => Promise<Set<string>>, graceMs = 3_600_000): Promise<number> {
     let removed = 0;
     const cutoff = Date.now() - graceMs;
-    // uploads that died half-way (crash, killed process) leave .part files behind
-    for (const name of await readdir(this.tmpDir).catch(() => [] as string[])) {
-      const info = await stat(path.join(this.tmpDir, name)).catch(() => undefined);
-      if (info && info.mtimeMs < Date.now() - 24 * 3_600_000) await rm(path.join(this.tmpDir, name), { force: true });
-    }
     for (const a of await readdir(this.root).catch(() => [] as string[])) {
       if (!/^[0-9a-f]{2}$/.test(a)) continue;
       for (const b of await readdir(path.join(this.root, a)).catch(() => [] as string[])) {

@@ -6,6 +6,7 @@ export class Metrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly jobOutcomes: Counter<'queue' | 'name' | 'outcome'>;
   readonly queueDepth: Gauge<'queue' | 'state'>;
+  readonly partFilesRemoved: Counter<'where'>;
 
   constructor(depths?: () => Promise<Record<string, Record<string, number>>>) {
     collectDefaultMetrics({ register: this.registry });
@@ -20,6 +21,12 @@ export class Metrics {
       name: 'queue_job_outcomes_total',
       help: 'Background job attempts by queue, job name and outcome (completed, failed, retried)',
       labelNames: ['queue', 'name', 'outcome'],
+      registers: [this.registry],
+    });
+    this.partFilesRemoved = new Counter({
+      name: 'part_files_removed_total',
+      help: 'Temporary .part files of killed uploads and imports removed by this process (where: blobs, filesystem)',
+      labelNames: ['where'],
       registers: [this.registry],
     });
     this.queueDepth = new Gauge({

@@ -1,46 +1,66 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
 import { AppError } from '../errors/app-error.js';
+import { judgeAddress } from './address-policy.js';
+import { describeFetchError } from './fetch-errors.js';
 
-/** Loopback, private, link-local, CGNAT and unspecified addresses (IPv4 and IPv6). */
-export function isPrivateAddress(ip: string): boolean {
-  const v4mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (v4mapped) return isPrivateAddress(v4mapped[1]!);
-  if (isIP(ip) === 4) {
-    const [a, b] = ip.split('.').map(Number) as [number, number];
-    return a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31)
-      || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127);
+/** A connection refused by the address policy; carries the address for the log, never for the caller. */
+export class ForbiddenAddressError extends Error {
+  constructor(readonly address: string, readonly range: string) {
+    super(`connection to ${address} (${range}) refused by the import address policy`);
   }
-  const low = ip.toLowerCase();
-  return low === '::1' || low === '::' || low.startsWith('fc') || low.startsWith('fd') || /^fe[89ab]/.test(low);
 }
-
-class PrivateAddressError extends Error {}
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
- * A DNS lookup for outgoing connections that refuses private addresses. It runs
- * at connect time, on the address actually used, so a name that resolves to a
- * public address when checked and a private one when connected (DNS rebinding)
- * is caught too.
+ * A DNS lookup that refuses a name when any of its answers is not public:
+ * a name that mixes a public and a private answer is refused whole, so the
+ * connection cannot be steered to the private one.
  */
 function guardedLookup(hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void {
   dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
-    const bad = addresses.find((a) => isPrivateAddress(a.address));
-    if (bad) return callback(new PrivateAddressError(`${hostname} resolves to ${bad.address}, a private or loopback address`), []);
+    for (const a of addresses) {
+      const verdict = judgeAddress(a.address);
+      if (!verdict.allowed) return callback(new ForbiddenAddressError(verdict.normalised, verdict.range), []);
+    }
     if (options.all) return callback(null, addresses);
     return callback(null, addresses[0]!.address, addresses[0]!.family);
   });
 }
 
+/**
+ * The last line of the guard: after connecting (and after the TLS handshake),
+ * the socket's actual remote address is judged. This covers IP literals (which
+ * skip `lookup`), any resolver path the lookup hook does not see, and DNS
+ * rebinding between a check and the connect. Exported for its test.
+ */
+const baseConnect = buildConnector({ lookup: guardedLookup as never });
+export const guardedConnect: buildConnector.connector = (options, callback) => {
+  baseConnect(options, (...args) => {
+    const [err, socket] = args;
+    if (err) return callback(err, null);
+    const verdict = judgeAddress(socket!.remoteAddress ?? '');
+    if (!verdict.allowed) {
+      socket!.destroy();
+      return callback(new ForbiddenAddressError(verdict.normalised, verdict.range), null);
+    }
+    return callback(null, socket!);
+  });
+};
+
+const publicAgent = new Agent({ connect: guardedConnect });
+const anyAgent = new Agent();
+
 export interface SafeFetchOptions {
   allowPrivate: boolean;
   timeoutMs: number;
   maxRedirects?: number;
+  /** Receives raw errors (they are not shown to callers). */
+  onError?: (err: unknown, url: string) => void;
 }
 
 export interface FetchedBody {
@@ -50,24 +70,37 @@ export interface FetchedBody {
   body: Readable;
 }
 
-const publicAgent = new Agent({ connect: { lookup: guardedLookup as never } });
-const anyAgent = new Agent();
+/** The URL as it may appear in messages and metadata: without user name and password. */
+export function displayUrl(url: URL): string {
+  if (!url.username && !url.password) return url.href;
+  const copy = new URL(url.href);
+  copy.username = '';
+  copy.password = '';
+  return copy.href;
+}
+
+const forbidden = (message: string) => new AppError(403, 'IMPORT_FORBIDDEN', message);
+const fetchFailed = (message: string) => new AppError(502, 'IMPORT_FETCH_FAILED', message);
 
 /**
  * GET of an http(s) URL for imports, streamed. Without `allowPrivate` it never
- * connects to a private or loopback address, whether named directly, through
- * DNS, or through a redirect (each hop is checked; at most `maxRedirects`).
- * Errors are AppErrors: 403 IMPORT_FORBIDDEN, 502 IMPORT_FETCH_FAILED.
+ * connects to an address outside the public unicast ranges (address-policy.ts),
+ * whether named as a literal, through DNS or through a redirect: each hop's
+ * literal is checked, every DNS answer is checked, and the connected socket's
+ * remote address is checked. Errors are AppErrors with plain messages:
+ * 403 IMPORT_FORBIDDEN, 502 IMPORT_FETCH_FAILED; the raw error goes to `onError`.
+ *
+ * The caller owns the returned body and must consume or destroy it.
  */
 export async function safeFetch(start: URL, opts: SafeFetchOptions): Promise<FetchedBody> {
   let url = start;
   for (let hop = 0; hop <= (opts.maxRedirects ?? 5); hop++) {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new AppError(403, 'IMPORT_FORBIDDEN', `only http(s) URLs can be imported, not ${url.protocol}`);
+      throw forbidden(`only http(s) URLs can be imported, not ${url.protocol}`);
     }
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (!opts.allowPrivate && isIP(host) && isPrivateAddress(host)) {
-      throw new AppError(403, 'IMPORT_FORBIDDEN', `importing from ${host} (a private or loopback address) is not allowed`);
+    if (!opts.allowPrivate && isIP(host) && !judgeAddress(host).allowed) {
+      throw forbidden(`importing from ${url.hostname} (not a public address) is not allowed`);
     }
     let res;
     try {
@@ -77,20 +110,26 @@ export async function safeFetch(start: URL, opts: SafeFetchOptions): Promise<Fet
         headersTimeout: Math.min(opts.timeoutMs, 60_000),
       });
     } catch (err) {
+      opts.onError?.(err, displayUrl(url));
       for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
-        if (e instanceof PrivateAddressError) throw new AppError(403, 'IMPORT_FORBIDDEN', `importing from ${url.hostname} is not allowed: ${e.message}`);
+        if (e instanceof ForbiddenAddressError) throw forbidden(`importing from ${url.hostname} is not allowed: it is not a public address`);
       }
-      throw new AppError(502, 'IMPORT_FETCH_FAILED', `cannot fetch ${url.href}: ${(err as Error).message}`);
+      throw fetchFailed(`cannot fetch ${displayUrl(url)}: ${describeFetchError(err)}`);
     }
     const location = res.headers.location;
     if (res.statusCode >= 300 && res.statusCode < 400 && typeof location === 'string') {
-      res.body.resume(); // drain and free the connection
-      url = new URL(location, url);
+      // frees the connection; a body that fails while being drained is of no interest
+      await res.body.dump().catch(() => undefined);
+      try {
+        url = new URL(location, url);
+      } catch {
+        throw fetchFailed(`${displayUrl(url)} redirects to an invalid URL`);
+      }
       continue;
     }
     if (res.statusCode !== 200) {
-      res.body.resume();
-      throw new AppError(502, 'IMPORT_FETCH_FAILED', `fetching ${url.href} answered ${res.statusCode}`);
+      await res.body.dump().catch(() => undefined);
+      throw fetchFailed(`fetching ${displayUrl(url)} answered ${res.statusCode}`);
     }
     const type = res.headers['content-type'];
     const length = Number(res.headers['content-length']);
@@ -101,5 +140,5 @@ export async function safeFetch(start: URL, opts: SafeFetchOptions): Promise<Fet
       body: res.body,
     };
   }
-  throw new AppError(502, 'IMPORT_FETCH_FAILED', `too many redirects from ${start.href}`);
+  throw fetchFailed(`too many redirects from ${displayUrl(start)}`);
 }

@@ -31,11 +31,13 @@ export function devIssuerUrl(config: AppConfig, port = config.server.port): stri
  */
 export async function buildServices(config: AppConfig, log: Logger, port = config.server.port): Promise<Services> {
   const blobs = new BlobStore(path.join(config.dataDir, 'blobs'));
-  await blobs.init();
+  const swept = await blobs.init();
+  if (swept.removed > 0) log.info({ removed: swept.removed, bytes: swept.bytes, dir: 'blobs/tmp' }, 'removed part files left by stopped processes');
   const db = await openDatabase(config);
   const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }) });
   try {
     const metrics = new Metrics(() => queue.depths());
+    metrics.partFilesRemoved.inc({ where: 'blobs' }, swept.removed);
     const permissions = new Permissions(config.auth);
     let devIssuer: DevIssuer | undefined;
     let verifier: TokenVerifier;

@@ -1,14 +1,16 @@
-import { Transform } from 'node:stream';
-import { AppError } from '../../errors/app-error.js';
-import { safeFetch } from '../../net/safe-fetch.js';
+import { Transform, pipeline } from 'node:stream';
+import { AppError, conflict } from '../../errors/app-error.js';
+import { describeFetchError } from '../../net/fetch-errors.js';
+import { displayUrl, safeFetch } from '../../net/safe-fetch.js';
 import type { Logger } from '../../logging/logger.js';
-import type { Database } from '../../storage/driver/database.js';
+import { isSqlError, type Database } from '../../storage/driver/database.js';
 import type { BlobStore } from '../../blobs/blob-store.js';
 import { makePreview, type PreviewSizes } from '../../previews/preview-maker.js';
 import { draftEntry, type EntryRow } from '../repository/entry.js';
 import * as entries from '../repository/entry-store.js';
 import type { RepositoryService } from '../repository/repository-service.js';
-import type { CommandParams } from './command-params.js';
+import { mediaTypeOf } from '../repository/media-type.js';
+import { targetName, type CommandParams } from './command-params.js';
 import * as commands from './command-store.js';
 
 export interface RunnerDeps {
@@ -21,6 +23,8 @@ export interface RunnerDeps {
   previews: PreviewSizes;
 }
 
+const UNIQUE_VIOLATION = '23505';
+const nameExists = (name: string) => conflict('NAME_EXISTS', `"${name}" already exists in the target collection`);
 const hrefOf = (e: EntryRow) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
 
 /**
@@ -40,20 +44,18 @@ export class CommandRunner {
       const result = await this.execute(cmd);
       await this.d.db.transaction((tx) => commands.transition(tx, cid, 'success', { result, expirySec: this.d.expirySec }));
     } catch (err) {
-      const error = err instanceof AppError
-        ? { code: err.code, message: err.message }
-        : { code: 'COMMAND_FAILED', message: (err as Error).message };
-      if (!(err instanceof AppError)) this.d.log.error({ err, cid }, 'command failed');
+      const error = this.publicError(err, cid);
       await this.d.db.transaction((tx) => commands.transition(tx, cid, 'failure', { error, expirySec: this.d.expirySec }));
     }
   }
 
+  /** A throttled progress writer. It never rejects: progress is advisory and must not fail (or escape) a transfer. */
   private progress(cid: string) {
     let last = 0;
     return async (done: number, total: number | null, force = false) => {
       if (!force && Date.now() - last < 250) return;
       last = Date.now();
-      await commands.setProgress(this.d.db, cid, done, total);
+      await commands.setProgress(this.d.db, cid, done, total).catch((err: unknown) => this.d.log.warn({ err, cid }, 'progress not recorded'));
     };
   }
 
@@ -69,6 +71,7 @@ export class CommandRunner {
     switch (cmd.command) {
       case 'copy': {
         const p = cmd.parameters as CommandParams<'copy'>;
+        targetName('copy', p);
         const source = await this.entry(cmd.sid, p.source);
         const target = await this.entry(cmd.sid, p.target);
         const tree = await entries.subtree(this.d.db, cmd.sid, source.uuid);
@@ -80,7 +83,7 @@ export class CommandRunner {
           const parent = await this.entry(cmd.sid, ids.get(e.parent!)!);
           const name = e.uuid === source.uuid ? (p.name ?? e.name) : e.name;
           if (!(await entries.getEntry(this.d.db, cmd.sid, uuid))) {
-            if (await entries.nameTaken(this.d.db, cmd.sid, parent.uuid, name)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+            if (await entries.nameTaken(this.d.db, cmd.sid, parent.uuid, name)) throw nameExists(name);
             const made = e.type === 'collection'
               ? await backend.create({ ...e, uuid, name }, parent)
               : await backend.copy(e, parent, name);
@@ -102,11 +105,12 @@ export class CommandRunner {
       }
       case 'move': {
         const p = cmd.parameters as CommandParams<'move'>;
+        targetName('move', p);
         const source = await this.entry(cmd.sid, p.source);
         const target = await this.entry(cmd.sid, p.target);
         if (source.parent !== target.uuid || (p.name && p.name !== source.name)) {
           const name = p.name ?? source.name;
-          if (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name, source.uuid)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
+          if (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name, source.uuid)) throw nameExists(name);
           await this.d.db.transaction(async (tx) => {
             const renamed = name !== source.name ? { ...source, name, path: (await backend.rename(source, name)).path ?? source.path } : source;
             if (renamed.path !== source.path && source.path) await entries.rewritePaths(tx, cmd.sid, source.path, renamed.path!);
@@ -148,55 +152,90 @@ export class CommandRunner {
     }
   }
 
+  /**
+   * Imports a URL into a new document. The name is checked (and a clash found)
+   * before anything is fetched; the entry is created only once the source has
+   * answered 200, and any failure removes the entry this command created
+   * without content, also on a re-run after a crash. The fetched body always
+   * has an owner: `pipeline` ties it to the meter, so an error on either side,
+   * or a write that fails before reading, destroys both and is observed.
+   */
   private async importUrl(cmd: commands.CommandRow, report: (done: number, total: number | null, force?: boolean) => Promise<void>): Promise<Record<string, unknown>> {
     const p = cmd.parameters as CommandParams<'import'>;
     const { backend } = this.d.repo.backend(cmd.sid);
-    const fetched = await safeFetch(new URL(p.url), { allowPrivate: this.d.import.allowPrivate, timeoutMs: this.d.import.timeoutMs });
-    const url = fetched.url;
+    const uuid = entries.derivedUuid(`${cmd.cid}:import`);
+    const earlier = await entries.getEntry(this.d.db, cmd.sid, uuid);
+    // a crash after the content was stored but before success was recorded: done already
+    if (earlier?.sha256) return { uuid, href: hrefOf(earlier), size: earlier.size, sha256: earlier.sha256 };
     try {
+      const name = targetName('import', p)!;
       const target = p.target ? await this.entry(cmd.sid, p.target) : await this.d.repo.root(cmd.sid);
-      const name = p.name ?? (decodeURIComponent(url.pathname.split('/').filter(Boolean).pop() ?? '') || 'import');
-      const mimeType = p.mimeType ?? fetched.contentType?.split(';')[0]?.trim() ?? 'application/octet-stream';
-      const uuid = entries.derivedUuid(`${cmd.cid}:import`);
-      let entry = await entries.getEntry(this.d.db, cmd.sid, uuid);
-      const createdHere = !entry;
-      if (!entry) {
-        if (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
-        const draft = draftEntry({
-          uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: url.href }, creator: cmd.creator, owner: null,
-        });
-        const made = await backend.create(draft, target);
-        await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
-        entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;
-      }
+      if (!earlier && (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name))) throw nameExists(name);
+      const fetched = await safeFetch(new URL(p.url), {
+        allowPrivate: this.d.import.allowPrivate, timeoutMs: this.d.import.timeoutMs,
+        onError: (err, url) => this.d.log.warn({ err, cid: cmd.cid, url }, 'import: fetching failed'),
+      });
+      let sourceError: unknown;
+      fetched.body.on('error', (err) => (sourceError ??= err));
       const total = fetched.contentLength ?? null;
       let done = 0;
       const meter = new Transform({
         transform: (chunk: Buffer, _e, cb) => {
           done += chunk.length;
-          report(done, total).then(() => cb(null, chunk), cb);
+          void report(done, total).then(() => cb(null, chunk)); // report never rejects
         },
       });
-      // pipe() does not pass errors on: a connection that breaks mid-way must fail the write
-      fetched.body.once('error', (err) => meter.destroy(err));
-      const body = fetched.body.pipe(meter);
-      let written;
+      pipeline(fetched.body, meter, () => undefined); // errors reach writeContent through `meter`, or are moot
       try {
-        written = await backend.writeContent(entry, body, this.d.import.maxBytes);
-      } catch (err) {
-        // a failed import leaves no empty document behind
-        if (createdHere) {
-          await backend.remove(entry).catch(() => undefined);
-          await entries.deleteEntry(this.d.db, cmd.sid, uuid);
+        let entry = earlier;
+        if (!entry) {
+          const draft = draftEntry({
+            uuid, sid: cmd.sid, parent: target.uuid, name, type: 'document', metadata: { source: displayUrl(fetched.url) }, creator: cmd.creator, owner: null,
+          });
+          const made = await backend.create(draft, target);
+          try {
+            await entries.insertEntry(this.d.db, { ...draft, parent: target.uuid, path: made.path ?? null });
+          } catch (err) {
+            // e.g. a racing import took the name: the empty file must not stay behind as a document
+            await backend.remove({ ...draft, path: made.path ?? null }).catch((e: unknown) => this.d.log.warn({ err: e, uuid }, 'import: cannot remove the new file'));
+            throw err;
+          }
+          entry = (await entries.getEntry(this.d.db, cmd.sid, uuid))!;
         }
-        throw err;
+        const written = await backend.writeContent(entry, meter, this.d.import.maxBytes).catch((err: unknown) => {
+          if (sourceError === undefined || err instanceof AppError) throw err;
+          this.d.log.warn({ err: sourceError, cid: cmd.cid }, 'import: the transfer broke off');
+          throw new AppError(502, 'IMPORT_FETCH_FAILED', `fetching ${displayUrl(fetched.url)} failed: ${describeFetchError(sourceError)}`);
+        });
+        const mimeType = p.mimeType ?? mediaTypeOf(fetched.contentType) ?? 'application/octet-stream';
+        const updated = await entries.setContent(this.d.db, cmd.sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
+        await report(written.size, written.size, true);
+        await this.d.repo.requestPreview(updated).catch((err: unknown) => this.d.log.warn({ err, uuid }, 'import: preview not queued; the reconciler will'));
+        return { uuid, href: hrefOf(updated), size: written.size, sha256: written.sha256 };
+      } finally {
+        meter.destroy(); // no-op after a complete write; on an early exit it frees the connection through pipeline
       }
-      const updated = await entries.setContent(this.d.db, cmd.sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
-      await report(written.size, written.size, true);
-      await this.d.repo.requestPreview(updated).catch(() => undefined);
-      return { uuid, href: hrefOf(updated), size: written.size, sha256: written.sha256 };
-    } finally {
-      fetched.body.destroy(); // no-op after a complete read; frees the connection on any early exit
+    } catch (err) {
+      // the import's own failure is what the caller sees; a clean-up that fails too (database gone) is logged
+      await this.discardUnfinished(cmd.sid, uuid).catch((e: unknown) => this.d.log.warn({ err: e, cid: cmd.cid }, 'import: cannot remove the unfinished document'));
+      throw err;
     }
+  }
+
+  /** Removes the entry an import created when it still has no content (the docs promise no empty document). */
+  private async discardUnfinished(sid: string, uuid: string): Promise<void> {
+    const entry = await entries.getEntry(this.d.db, sid, uuid);
+    if (!entry || entry.sha256) return;
+    const { backend } = this.d.repo.backend(sid);
+    await backend.remove(entry).catch((err: unknown) => this.d.log.warn({ err, sid, uuid }, 'import: cannot remove the unfinished file'));
+    await entries.deleteEntry(this.d.db, sid, uuid);
+  }
+
+  /** The stable code and plain message a failed command shows; anything unexpected goes to the log whole. */
+  private publicError(err: unknown, cid: string): { code: string; message: string } {
+    if (err instanceof AppError) return { code: err.code, message: err.message };
+    if (isSqlError(err, UNIQUE_VIOLATION)) return { code: 'NAME_EXISTS', message: 'an entry with this name already exists in the target collection' };
+    this.d.log.error({ err, cid }, 'command failed');
+    return { code: 'COMMAND_FAILED', message: 'the command failed for an internal reason; the server log has the details' };
   }
 }

@@ -26,6 +26,11 @@ export const repositoryArea: Area = {
     return (await pendingPreviews(s.db, limit)).map((data) => ({ name: 'preview.render' as const, data }));
   },
   async housekeeping(s) {
-    return { removedBlobs: await s.blobs.collectGarbage((hashes) => referencedBlobs(s.db, hashes)) };
+    const parts = await s.blobs.sweepParts();
+    if (parts.removed > 0) s.metrics.partFilesRemoved.inc({ where: 'blobs' }, parts.removed);
+    return {
+      removedBlobs: await s.blobs.collectGarbage((hashes) => referencedBlobs(s.db, hashes)),
+      removedPartFiles: parts.removed,
+    };
   },
 };

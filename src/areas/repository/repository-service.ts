@@ -10,6 +10,7 @@ import { isSqlError, type Database } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/list-query.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
+import { assertValidName } from './names.js';
 
 export interface EntryInput {
   name: string;
@@ -33,15 +34,6 @@ export function mergeMetadata(base: Plain, change: Plain): Plain {
   const out: Plain = { ...base };
   for (const [k, v] of Object.entries(change)) out[k] = isPlain(out[k]) && isPlain(v) ? mergeMetadata(out[k], v) : v;
   return out;
-}
-
-const NAME_MAX = 255;
-function checkName(name: string): void {
-  // control characters are refused on purpose: they break file systems and logs
-  // eslint-disable-next-line no-control-regex
-  if (name.length === 0 || name.length > NAME_MAX || /[\u0000-\u001f/\\]/.test(name) || name === '.' || name === '..') {
-    throw new AppError(400, 'INVALID_NAME', `"${name.slice(0, 80)}" is not a valid entry name (1-255 characters, no "/", "\\" or control characters, not "." or "..")`);
-  }
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -134,7 +126,7 @@ export class RepositoryService {
 
   async create(p: Principal, sid: string, parentUuid: string | undefined, input: EntryInput, owner: string | null): Promise<EntryRow> {
     const { backend } = this.backend(sid);
-    checkName(input.name);
+    assertValidName(input.name);
     if (!parentUuid) this.permissions.require(p, 'documents', 'write');
     const parent = parentUuid ? await this.get(p, sid, parentUuid, 'write') : await this.root(sid);
     if (parent.type !== 'collection') throw methodNotAllowed('NOT_A_COLLECTION', `entry ${parent.uuid} is not a collection; entries can only be created in collections`);
@@ -164,7 +156,7 @@ export class RepositoryService {
       throw conflict('TYPE_IMMUTABLE', `entry ${uuid} is a ${entry.type}; its type cannot be changed`);
     }
     const name = change.name ?? entry.name;
-    checkName(name);
+    if (name !== entry.name) assertValidName(name);
     const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(entry.metadata, change.metadata ?? {});
     const owner = change.owner === undefined ? entry.owner : change.owner;
     const parent = entry.parent;

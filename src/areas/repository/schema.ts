@@ -18,7 +18,8 @@ const readOnly = {
 };
 
 const metadata = z.record(z.string().min(1).max(256), z.unknown());
-const name = z.string().min(1).max(255);
+// a bound against huge strings only: the name rule itself is names.ts (400 INVALID_NAME)
+const name = z.string().min(1).max(1024);
 
 export const createEntrySchema = z.strictObject({
   ...readOnly,

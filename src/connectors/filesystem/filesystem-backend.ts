@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { lstat, mkdir, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import type { RepositoryBackend, WrittenContent } from '../connector.js';
 import type { EntryRow } from '../../areas/repository/entry.js';
 import { AppError, conflict, forbidden, notFound } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
+import { partFileName } from '../../blobs/part-files.js';
 import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, splitRelPath, validateName } from './safe-path.js';
 import { refreshEntry, syncCollection } from './filesystem-sync.js';
 
@@ -161,7 +161,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
       if (existing?.isSymbolicLink()) throw forbidden('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
       if (existing && !existing.isFile()) throw conflict('NOT_A_DOCUMENT', `"${rel}" is not a file`);
       // Same directory, so the final rename is atomic and never crosses a file system.
-      const tmp = path.join(path.dirname(abs), `.wcr-${randomUUID()}.part`);
+      const tmp = path.join(path.dirname(abs), partFileName('.wcr-'));
       const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
       try {
         const written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024 }), maxBytes);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { CommandName, Connector, ConnectorType } from '../connector.js';
 import { filesystemBackend } from './filesystem-backend.js';
+import { sweepFilesystemParts } from './part-sweep.js';
 
 export { filesystemBackend } from './filesystem-backend.js';
 export { rewriteDescendantPaths } from './filesystem-sync.js';
@@ -33,6 +34,13 @@ export const filesystemConnectorType: ConnectorType = {
     // Every later check compares against the real root, so a symlinked root is resolved once, here.
     const root = await realpath(configured);
     ctx.log.debug({ root }, 'filesystem repository root');
+    // Part files of killed writers: swept in the background (a large tree must not hold up start-up).
+    sweepFilesystemParts(root).then(
+      ({ removed, bytes }) => {
+        if (removed > 0) ctx.log.info({ sid: ctx.sid, removed, bytes }, 'removed part files left by stopped processes');
+      },
+      (err: unknown) => ctx.log.warn({ err, sid: ctx.sid }, 'sweeping part files failed'),
+    );
     return {
       sid: ctx.sid,
       type: 'filesystem',

@@ -2,6 +2,8 @@ import { constants, type Stats } from 'node:fs';
 import { lstat, open, readlink, realpath, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { badRequest, forbidden, notFound } from '../../errors/app-error.js';
+import { isPartFileName } from '../../blobs/part-files.js';
+import { assertValidName } from '../../areas/repository/names.js';
 
 /**
  * The one place that turns a repository-relative path into an absolute one.
@@ -16,23 +18,21 @@ import { badRequest, forbidden, notFound } from '../../errors/app-error.js';
 // Windows has no O_NOFOLLOW; the runtime targets POSIX, where it is always defined.
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const MAX_NAME_BYTES = 255;
-// C0 controls and DEL: harmless to the kernel, but they break logs, headers and listings.
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
-/** Names of the temporary files `writeContent` writes next to the target; never listed. */
-export const TEMP_NAME = /^\.wcr-[0-9a-f-]{36}\.part$/;
+/** Names of the temporary files `writeContent` writes next to the target; never listed, never creatable. */
+export const TEMP_NAME: { test(name: string): boolean } = { test: (name) => name.startsWith('.wcr-') && isPartFileName(name) };
 
-/** Throws 400 INVALID_NAME unless `name` is a single, harmless path component. */
+/**
+ * Throws 400 INVALID_NAME unless `name` is a single, harmless path component:
+ * the repository-wide name rule (names.ts), plus what the file system needs:
+ * at most 255 UTF-8 bytes, and not a name reserved for part files.
+ */
 export function validateName(name: string): void {
-  const reason =
-    name === '' ? 'is empty'
-    : name === '.' || name === '..' ? 'is a relative directory reference'
-    : name.includes('/') || name.includes('\\') ? 'contains a path separator'
-    : CONTROL_CHARS.test(name) ? 'contains NUL or control characters'
-    : Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES ? `is longer than ${MAX_NAME_BYTES} bytes`
+  assertValidName(name);
+  const reason = Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES ? `is longer than ${MAX_NAME_BYTES} bytes`
+    : TEMP_NAME.test(name) ? 'is reserved for temporary files'
     : undefined;
-  if (reason) throw badRequest('INVALID_NAME', `the name ${reason}`, { name });
+  if (reason) throw badRequest('INVALID_NAME', `the name ${reason}`, { name: name.slice(0, 80) });
 }
 
 /** `validateName` as a predicate (used to skip unusable names on disk). */
