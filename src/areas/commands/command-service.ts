@@ -82,11 +82,11 @@ export class CommandService {
   async status(p: Principal, sid: string, cid: string): Promise<CommandStatus> {
     this.supports(sid);
     // The delete of a delivered or expired command must commit, so the 404 is thrown after the transaction.
+    this.policy.require(p, 'documents', 'read');
     const found = await this.db.transaction(async (tx) => {
       const row = await commands.getCommand(tx, cid, true);
       if (!row || row.sid !== sid) return undefined;
       // somebody else's command is reported absent (404), not forbidden
-      this.policy.require(p, 'documents', 'read');
       if (!this.policy.may(p, 'documents', 'read', { creator: row.creator })) return undefined;
       if (isFinal(row.state) && row.expires.getTime() < Date.now()) {
         await commands.deleteCommand(tx, cid);
