@@ -31,6 +31,17 @@ const jsonAs = (x: string, type: 'number' | 'boolean' | 'date'): string =>
 /** The value as text, for comparing with a field's text form. */
 const asText = (v: Exclude<Value, { type: 'null' }>): string => (v.type === 'text' || v.type === 'date' ? v.value : String(v.value));
 
+/**
+ * Typed values from a parser are checked before they are bound: a date
+ * PostgreSQL cannot read, or a number it would store as NaN/Infinity, is the
+ * client's 400, not a SQL error.
+ */
+function checked(v: Value): Value {
+  if (v.type === 'number' && !Number.isFinite(v.value)) throw badRequest('INVALID_FILTER', `${v.value} is not a finite number`);
+  if (v.type === 'date' && parseDate(v.value) === undefined) throw badRequest('INVALID_FILTER', `"${v.value.slice(0, 80)}" is not an ISO 8601 date`);
+  return v;
+}
+
 /** Reads a plain text value as the column's type; undefined when it does not parse. */
 function coerce(text: string, type: 'number' | 'date' | 'boolean'): Value | undefined {
   if (type === 'number') {
@@ -95,7 +106,8 @@ export class SqlTranslator {
     }
   }
 
-  private cmp(ref: FieldRef, op: CmpOp, value: Value): string {
+  private cmp(ref: FieldRef, op: CmpOp, raw: Value): string {
+    const value = checked(raw);
     const f = this.resolve(ref);
     if (value.type === 'null') {
       if (op !== 'eq' && op !== 'ne') throw badRequest('INVALID_FILTER', `null can only be compared with eq or ne`);

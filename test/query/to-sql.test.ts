@@ -117,6 +117,10 @@ for (const [driver, open] of drivers) {
       expect(await names(cmp('size', 'ne', num(10)))).toContain('gamma');
       expect(await code(names(cmp('size', 'eq', date('2024-01-01'))))).toBe('400 INVALID_FILTER');
       expect(await code(names(cmp('size', 'lt', NULL)))).toBe('400 INVALID_FILTER');
+      // typed values a parser hands over are checked before PostgreSQL sees them
+      expect(await code(names(cmp('created', 'lt', date('2024-02-30'))))).toBe('400 INVALID_FILTER');
+      expect(await code(names(cmp('metadata.when', 'lt', date('yesterday'))))).toBe('400 INVALID_FILTER');
+      expect(await code(names(cmp('size', 'lt', num(Infinity))))).toBe('400 INVALID_FILTER');
     });
 
     it('metadata paths compare with jsonb typing: numbers as numbers, booleans as booleans, ISO strings as dates', async () => {
