@@ -87,8 +87,10 @@ describe('ownership policy', () => {
     const withDefault = policyWith({ auth: { defaultRole: 'readonly' } }).policy;
     expect(withDefault.may(who('g', ['guest']), 'documents', 'read', SHARED)).toBe(true);
     expect(withDefault.may(who('g', ['guest']), 'documents', 'write', SHARED)).toBe(false);
-    const protoDefault = policyWith({ auth: { defaultRole: 'constructor' } });
-    expect(codeOf(() => protoDefault.permissions.requireAnyRole(who('g', ['guest'])))).toBe('403 NO_ROLE');
+    // a default role must be one of the configured roles; Object.prototype members are not
+    for (const role of ['constructor', 'toString', '__proto__']) {
+      expect(() => policyWith({ auth: { defaultRole: role } }), role).toThrow(/auth\.defaultRole/);
+    }
   });
 
   it('role claims are read from own properties of the token only', () => {
