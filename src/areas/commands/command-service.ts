@@ -81,8 +81,8 @@ export class CommandService {
   /** The status; a final one is returned once and the command is deleted. */
   async status(p: Principal, sid: string, cid: string): Promise<CommandStatus> {
     this.supports(sid);
-    // The delete of a delivered or expired command must commit, so the 404 is thrown after the transaction.
     this.policy.require(p, 'documents', 'read');
+    // The delete of a delivered or expired command must commit, so the 404 is thrown after the transaction.
     const found = await this.db.transaction(async (tx) => {
       const row = await commands.getCommand(tx, cid, true);
       if (!row || row.sid !== sid) return undefined;
