@@ -43,7 +43,7 @@ describe.each(['postgres', 'pglite'] as const)('hardening on %s', (db) => {
     empty = (await api.post(base, { name: 'empty', type: 'collection' })).body.uuid;
     doc = (await api.post(`${base}/${col}`, { name: 'doc.txt', metadata: { constructor: 'yes', toString: 'no', n: 1 } })).body.uuid;
     await api.post(`${base}/${col}`, { name: 'other.txt', metadata: { n: 2 } });
-  });
+  }, 180_000); // an embedded database starting on a loaded machine
   afterAll(() => rt?.close());
 
   it('prototype names as sort keys and filters are ordinary metadata paths (no 500)', async () => {
