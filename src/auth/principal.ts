@@ -16,7 +16,8 @@ export interface Principal {
 export function rolesFromClaims(claims: Record<string, unknown>, claimPath: string): string[] {
   let node: unknown = claims;
   for (const key of claimPath.split('.')) {
-    if (typeof node !== 'object' || node === null || Array.isArray(node)) return [];
+    // own properties only: a token's JSON must not reach Object.prototype
+    if (typeof node !== 'object' || node === null || Array.isArray(node) || !Object.hasOwn(node, key)) return [];
     node = (node as Record<string, unknown>)[key];
   }
   if (Array.isArray(node)) return node.filter((r): r is string => typeof r === 'string');
@@ -25,7 +26,7 @@ export function rolesFromClaims(claims: Record<string, unknown>, claimPath: stri
 }
 
 export function principalFromClaims(claims: Record<string, unknown>, rolesClaim: string): Principal {
-  const str = (k: string) => (typeof claims[k] === 'string' && claims[k] !== '' ? (claims[k] as string) : undefined);
+  const str = (k: string) => (Object.hasOwn(claims, k) && typeof claims[k] === 'string' && claims[k] !== '' ? (claims[k] as string) : undefined);
   const sub = str('sub');
   const identities = [...new Set([sub, str('preferred_username'), str('upn'), str('email')].filter((v): v is string => !!v))];
   return {
@@ -36,9 +37,4 @@ export function principalFromClaims(claims: Record<string, unknown>, rolesClaim:
     expires: typeof claims.exp === 'number' ? claims.exp : 0,
     claims,
   };
-}
-
-/** An object is the caller's own when its creator or owner is one of the caller's identities. */
-export function isOwn(p: Principal, obj: { creator?: string | null; owner?: string | null }): boolean {
-  return (!!obj.creator && p.identities.includes(obj.creator)) || (!!obj.owner && p.identities.includes(obj.owner));
 }

@@ -13,12 +13,12 @@ export class ConfigError extends Error {
 type Plain = Record<string, unknown>;
 const isPlain = (v: unknown): v is Plain => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Objects merge key by key; arrays and scalars replace. */
+/** Objects merge key by key; arrays and scalars replace. Keys are defined, never assigned, so `__proto__` stays a key. */
 export function deepMerge(base: Plain, over: Plain): Plain {
   const out: Plain = { ...base };
   for (const [key, value] of Object.entries(over)) {
-    const prev = out[key];
-    out[key] = isPlain(prev) && isPlain(value) ? deepMerge(prev, value) : value;
+    const prev = Object.hasOwn(out, key) ? out[key] : undefined;
+    Object.defineProperty(out, key, { value: isPlain(prev) && isPlain(value) ? deepMerge(prev, value) : value, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
@@ -107,7 +107,7 @@ export function loadConfig(opts: LoadOptions = {}): AppConfig {
     throw new ConfigError('role (ROLE): the embedded database (no DATABASE_URL) is single-process, so only role "all" can use it');
   }
   if (Object.keys(config.auth.roles).length === 0) throw new ConfigError('auth.roles: at least one role must be configured');
-  if (config.auth.defaultRole && !(config.auth.defaultRole in config.auth.roles)) {
+  if (config.auth.defaultRole && !Object.hasOwn(config.auth.roles, config.auth.defaultRole)) {
     throw new ConfigError(`auth.defaultRole: "${config.auth.defaultRole}" is not one of auth.roles (${Object.keys(config.auth.roles).join(', ')})`);
   }
   return config;

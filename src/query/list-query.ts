@@ -1,37 +1,24 @@
 import { badRequest } from '../errors/app-error.js';
+import { hasNul, nulRefused } from '../errors/input-errors.js';
+import { allOf, text, type Expr, type ListQuery, type SortKey } from './tree.js';
 
 /**
- * Collection queries shared by every listing (DESIGN.md section 6): offset,
- * limit (default 100, at most 500), sort=a,-b, and any other parameter as a
- * property filter (exact value, or /regex/ and /regex/i). Property paths are
+ * The workflow API's query string (DESIGN.md section 6) parsed into the query
+ * tree (`tree.ts`): offset, limit (default 100, at most 500), sort=a,-b, and
+ * any other parameter as a property filter: a plain value is an exact match
+ * (text, or the declared type of the field; see `to-sql.ts`), `/regex/` or
+ * `/regex/i` a regular expression; all filters must hold. Property paths are
  * validated here and reach SQL only as bound parameters.
  */
-export interface SortKey {
-  field: string;
-  desc: boolean;
-}
 
-export interface Filter {
-  field: string;
-  /** Exact match, or a regular expression. */
-  value: string;
-  regex?: { flags: 'i' | '' };
-}
-
-export interface ListQuery {
-  offset: number;
-  limit: number;
-  sort: SortKey[];
-  filters: Filter[];
-}
-
+export type { ListQuery } from './tree.js';
 export type RawQuery = Record<string, string | string[] | undefined>;
 
 const PATH = /^[A-Za-z_][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_-]{1,64}){0,7}$/;
 const REGEX = /^\/(.*)\/(i?)$/s;
 
 export function single(query: RawQuery, key: string): string | undefined {
-  const v = query[key];
+  const v = Object.hasOwn(query, key) ? query[key] : undefined;
   if (Array.isArray(v)) throw badRequest('INVALID_QUERY', `query parameter "${key}" is given more than once`, { parameter: key });
   return v;
 }
@@ -45,9 +32,27 @@ export function intParam(query: RawQuery, key: string, def: number, min: number,
   return n;
 }
 
-export function validatePath(path: string, what = 'property'): string {
+/** A dotted property path (`name`, `metadata.a.b`), split into its segments. */
+export function validatePath(path: string, what = 'property'): string[] {
+  if (hasNul(path)) throw nulRefused(`the ${what} name`);
   if (!PATH.test(path)) throw badRequest('INVALID_PROPERTY', `"${path}" is not a valid ${what} path`, { property: path });
-  return path;
+  return path.split('.');
+}
+
+/** One filter parameter value: `/pattern/flags` is a regular expression, anything else an exact value. */
+function filterOf(key: string, path: string[], value: string): Expr {
+  if (hasNul(value)) throw nulRefused(`the value of filter "${key}"`);
+  const m = REGEX.exec(value);
+  if (!m || value.length < 2) return { op: 'cmp', field: { path }, cmp: 'eq', value: text(value) };
+  const pattern = m[1]!;
+  if (pattern.length > 512) throw badRequest('INVALID_FILTER', `the pattern for "${key}" is too long`, { property: key });
+  try {
+    new RegExp(pattern, m[2]);
+  } catch {
+    throw badRequest('INVALID_FILTER', `"${value}" is not a valid regular expression`, { property: key });
+  }
+  // JavaScript accepting the pattern is not enough: PostgreSQL judges it when the listing runs (2201B -> 400).
+  return { op: 'match', field: { path }, kind: 'regex', value: pattern, flags: m[2] === 'i' ? 'i' : '' };
 }
 
 export function parseListQuery(query: RawQuery, reserved: readonly string[], maxLimit = 500): ListQuery {
@@ -58,78 +63,16 @@ export function parseListQuery(query: RawQuery, reserved: readonly string[], max
   if (sortRaw !== undefined && sortRaw !== '') {
     for (const part of sortRaw.split(',')) {
       const desc = part.startsWith('-');
-      const field = validatePath(desc || part.startsWith('+') ? part.slice(1) : part, 'sort');
-      sort.push({ field, desc });
+      sort.push({ field: { path: validatePath(desc || part.startsWith('+') ? part.slice(1) : part, 'sort') }, desc });
     }
     if (sort.length > 8) throw badRequest('INVALID_QUERY', 'at most 8 sort keys');
   }
-  const filters: Filter[] = [];
+  const filters: Expr[] = [];
   for (const [key, raw] of Object.entries(query)) {
     if (raw === undefined || key === 'offset' || key === 'limit' || key === 'sort' || reserved.includes(key)) continue;
-    const field = validatePath(key, 'filter');
-    for (const value of Array.isArray(raw) ? raw : [raw]) {
-      const m = REGEX.exec(value);
-      if (m && value.length > 1) {
-        const pattern = m[1]!;
-        if (pattern.length > 512) throw badRequest('INVALID_FILTER', `the pattern for "${key}" is too long`, { property: key });
-        try {
-          new RegExp(pattern, m[2]);
-        } catch {
-          throw badRequest('INVALID_FILTER', `"${value}" is not a valid regular expression`, { property: key });
-        }
-        filters.push({ field, value: pattern, regex: { flags: m[2] === 'i' ? 'i' : '' } });
-      } else {
-        filters.push({ field, value });
-      }
-    }
+    const path = validatePath(key, 'filter');
+    for (const value of Array.isArray(raw) ? raw : [raw]) filters.push(filterOf(key, path, value));
   }
   if (filters.length > 16) throw badRequest('INVALID_QUERY', 'at most 16 filters');
-  return { offset, limit, sort, filters };
-}
-
-/** How a listing's API field names map onto SQL. */
-export interface FieldMap {
-  /** API field -> SQL expression (trusted constants only). */
-  columns: Record<string, string>;
-  /** The jsonb column that holds free metadata. */
-  metadata: string;
-}
-
-export interface SqlFragment {
-  where: string[];
-  orderBy: string;
-  params: unknown[];
-}
-
-/**
- * Turns filters and sorts into SQL with bound parameters. Known fields use
- * their column; `metadata.a.b`, and any other name, read the metadata jsonb
- * through `#>>` with the path passed as a text[] parameter.
- */
-export function toSql(q: Pick<ListQuery, 'filters' | 'sort'>, map: FieldMap, params: unknown[], tiebreak: string): SqlFragment {
-  const where: string[] = [];
-  const expr = (field: string): string => {
-    const col = map.columns[field];
-    if (col) return `(${col})::text`;
-    const parts = field.startsWith('metadata.') ? field.slice('metadata.'.length).split('.') : field.split('.');
-    params.push(parts);
-    return `(${map.metadata} #>> $${params.length}::text[])`;
-  };
-  for (const f of q.filters) {
-    const lhs = expr(f.field);
-    params.push(f.value);
-    where.push(f.regex ? `${lhs} ${f.regex.flags === 'i' ? '~*' : '~'} $${params.length}` : `${lhs} = $${params.length}`);
-  }
-  // Sorting reads metadata as jsonb (#>), so numbers order as numbers, not as text.
-  const order = q.sort.map((s) => {
-    let e = map.columns[s.field];
-    if (!e) {
-      const parts = s.field.startsWith('metadata.') ? s.field.slice('metadata.'.length).split('.') : s.field.split('.');
-      params.push(parts);
-      e = `(${map.metadata} #> $${params.length}::text[])`;
-    }
-    return `${e} ${s.desc ? 'DESC' : 'ASC'} NULLS LAST`;
-  });
-  order.push(tiebreak);
-  return { where, orderBy: order.join(', '), params };
+  return { offset, limit, sort, filter: allOf(filters) };
 }

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { AppConfig } from '../config/schema.js';
 import { BlobStore } from '../blobs/blob-store.js';
 import { Permissions } from '../auth/permissions.js';
+import { Policy } from '../auth/policy.js';
 import { TokenVerifier } from '../auth/token-verifier.js';
 import { DevIssuer } from '../auth/dev-issuer.js';
 import { ConnectorRegistry } from '../connectors/registry.js';
@@ -39,6 +40,7 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     const metrics = new Metrics(() => queue.depths());
     metrics.partFilesRemoved.inc({ where: 'blobs' }, swept.removed);
     const permissions = new Permissions(config.auth);
+    const policy = new Policy(permissions);
     let devIssuer: DevIssuer | undefined;
     let verifier: TokenVerifier;
     const vopts = { audience: config.auth.audience, rolesClaim: config.auth.rolesClaim, clockToleranceSec: config.auth.clockToleranceSec, clientId: config.auth.clientId };
@@ -50,9 +52,9 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       log.warn({ issuer: devIssuer.issuer }, 'no OIDC_ISSUER set: using the built-in development issuer (mint tokens with `npm run token`)');
     }
     const registry = await ConnectorRegistry.create(config, blobs, log);
-    const repository = new RepositoryService(db, registry, permissions, queue, config.server.maxUploadBytes);
-    const commands = new CommandService(db, repository, permissions, queue, config.commands.expirySec);
-    return { config, log, db, blobs, queue, metrics, permissions, verifier, devIssuer, registry, repository, commands };
+    const repository = new RepositoryService(db, registry, policy, queue, config.server.maxUploadBytes);
+    const commands = new CommandService(db, repository, policy, queue, config.commands.expirySec);
+    return { config, log, db, blobs, queue, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands };
   } catch (err) {
     await queue.close().catch(() => {});
     await db.close().catch(() => {});

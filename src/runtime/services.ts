@@ -1,6 +1,7 @@
 import type { AppConfig } from '../config/schema.js';
 import type { BlobStore } from '../blobs/blob-store.js';
 import type { Permissions } from '../auth/permissions.js';
+import type { Policy } from '../auth/policy.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { DevIssuer } from '../auth/dev-issuer.js';
 import type { ConnectorRegistry } from '../connectors/registry.js';
@@ -20,6 +21,8 @@ export interface Services {
   queue: JobQueue;
   metrics: Metrics;
   permissions: Permissions;
+  /** Ownership decisions (own/all, owners on create); services go through it. */
+  policy: Policy;
   verifier: TokenVerifier;
   devIssuer?: DevIssuer;
   registry: ConnectorRegistry;

@@ -18,7 +18,7 @@ function httpStatusOf(err: unknown): { status: number; code: string; message: st
     'entity.too.large': 'PAYLOAD_TOO_LARGE', 'request.aborted': 'REQUEST_ABORTED', 'encoding.unsupported': 'UNSUPPORTED_ENCODING',
     'request.size.invalid': 'INVALID_CONTENT_LENGTH', 'charset.unsupported': 'UNSUPPORTED_CHARSET',
   };
-  const code = (typeof e.type === 'string' && byType[e.type]) || `HTTP_${status}`;
+  const code = (typeof e.type === 'string' && Object.hasOwn(byType, e.type) && byType[e.type]) || `HTTP_${status}`;
   return { status, code, message: e.expose === false ? 'bad request' : (e.message ?? 'bad request') };
 }
 

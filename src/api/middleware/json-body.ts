@@ -1,11 +1,13 @@
 import getRawBody from 'raw-body';
 import type { Middleware } from 'koa';
 import { badRequest, unsupportedMediaType } from '../../errors/app-error.js';
+import { hasNul, nulRefused } from '../../errors/input-errors.js';
 
 /**
  * Reads a JSON request body into `ctx.state.body`, used only on routes that take
  * JSON (content routes stream the request instead). Checks: media type is JSON,
- * size within the limit (413), valid JSON (400). An empty body is `undefined`.
+ * size within the limit (413), valid JSON (400), and content every later step
+ * can hold (400, see `checkValue`). An empty body is `undefined`.
  */
 export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Middleware {
   return async (ctx, next) => {
@@ -25,11 +27,49 @@ export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Midd
       ctx.state.body = undefined;
       return next();
     }
+    let parsed: unknown;
     try {
-      ctx.state.body = JSON.parse(raw);
+      parsed = JSON.parse(raw);
     } catch (err) {
       throw badRequest('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
     }
+    checkValue(parsed);
+    ctx.state.body = parsed;
     return next();
   };
+}
+
+const MAX_DEPTH = 64;
+
+/**
+ * Refuses, with 400 and nothing changed, what would fail or misbehave later:
+ * - a NUL character (`\u0000`, only ever written escaped in JSON) in any string
+ *   or key: PostgreSQL text and jsonb cannot hold it;
+ * - a `__proto__` key: JSON.parse keeps it as a plain key, but every plain
+ *   object it is copied into (zod, merges) would take it as a prototype and
+ *   drop it silently, so it is refused rather than half-stored;
+ * - nesting deeper than 64 levels, which recursive consumers (JSON.stringify
+ *   when storing) would answer with a stack overflow.
+ * Iterative, so a hostile nesting cannot overflow the stack here either.
+ */
+export function checkValue(root: unknown): void {
+  const stack: { v: unknown; path: string; depth: number }[] = [{ v: root, path: '$', depth: 0 }];
+  while (stack.length > 0) {
+    const { v, path, depth } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (hasNul(v)) throw nulRefused(`the body at ${path}`);
+      continue;
+    }
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= MAX_DEPTH) throw badRequest('JSON_TOO_DEEP', `the body nests deeper than ${MAX_DEPTH} levels at ${path.slice(0, 200)}`);
+    if (Array.isArray(v)) {
+      v.forEach((item, i) => stack.push({ v: item, path: `${path}[${i}]`, depth: depth + 1 }));
+      continue;
+    }
+    for (const [k, item] of Object.entries(v)) {
+      if (hasNul(k)) throw nulRefused(`a key in the body at ${path}`);
+      if (k === '__proto__') throw badRequest('INVALID_KEY', `the key "__proto__" (at ${path}) is not allowed`, { path });
+      stack.push({ v: item, path: `${path}.${k}`, depth: depth + 1 });
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Permissions } from '../../auth/permissions.js';
-import { isOwn, type Principal } from '../../auth/principal.js';
+import { SHARED, type Policy } from '../../auth/policy.js';
+import type { Principal } from '../../auth/principal.js';
 import type { CommandName } from '../../connectors/connector.js';
 import { conflict, notFound } from '../../errors/app-error.js';
 import type { JobQueue } from '../../queue/job-queue.js';
@@ -21,7 +21,7 @@ export class CommandService {
   constructor(
     private readonly db: Database,
     private readonly repo: RepositoryService,
-    private readonly permissions: Permissions,
+    private readonly policy: Policy,
     private readonly queue: JobQueue,
     private readonly expirySec: number,
   ) {}
@@ -60,7 +60,7 @@ export class CommandService {
       }
       case 'import': {
         const { target } = params as { target?: string };
-        if (!target) this.permissions.require(p, 'documents', 'write');
+        if (!target) this.policy.require(p, 'documents', 'write', SHARED);
         const dest = target ? await this.repo.get(p, sid, target, 'write') : await this.repo.root(sid);
         if (dest.type !== 'collection') throw conflict('TARGET_NOT_COLLECTION', `target ${dest.uuid} is not a collection`);
         break;
@@ -81,12 +81,13 @@ export class CommandService {
   /** The status; a final one is returned once and the command is deleted. */
   async status(p: Principal, sid: string, cid: string): Promise<CommandStatus> {
     this.supports(sid);
+    this.policy.require(p, 'documents', 'read');
     // The delete of a delivered or expired command must commit, so the 404 is thrown after the transaction.
     const found = await this.db.transaction(async (tx) => {
       const row = await commands.getCommand(tx, cid, true);
       if (!row || row.sid !== sid) return undefined;
-      const scope = this.permissions.require(p, 'documents', 'read');
-      if (scope === 'own' && !isOwn(p, { creator: row.creator })) return undefined;
+      // somebody else's command is reported absent (404), not forbidden
+      if (!this.policy.may(p, 'documents', 'read', { creator: row.creator })) return undefined;
       if (isFinal(row.state) && row.expires.getTime() < Date.now()) {
         await commands.deleteCommand(tx, cid);
         return 'expired' as const;

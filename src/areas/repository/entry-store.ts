@@ -1,17 +1,27 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../../storage/driver/database.js';
-import { toSql, type FieldMap, type ListQuery } from '../../query/list-query.js';
+import { translateQueryError } from '../../errors/sql-errors.js';
+import { fieldMap } from '../../query/fields.js';
+import type { ListQuery } from '../../query/tree.js';
+import { toSql } from '../../query/to-sql.js';
 import type { ContentInfo, EntryRow, TaskRef } from './entry.js';
 
 /** SQL for repository entries; every statement is parameterized. */
 
-export const ENTRY_FIELDS: FieldMap = {
-  columns: {
-    uuid: 'uuid', name: 'name', type: 'type', creator: 'creator', owner: 'owner', created: 'created',
-    modified: 'modified', size: 'size', mimeType: 'mime_type', sha256: 'sha256',
-  },
-  metadata: 'metadata',
-};
+/** API fields of an entry; any other filter or sort name is a path into metadata. */
+export const ENTRY_FIELDS = fieldMap({
+  uuid: { sql: 'uuid', type: 'text' },
+  name: { sql: 'name', type: 'text' },
+  type: { sql: 'type', type: 'text' },
+  creator: { sql: 'creator', type: 'text' },
+  owner: { sql: 'owner', type: 'text' },
+  created: { sql: 'created', type: 'date' },
+  modified: { sql: 'modified', type: 'date' },
+  size: { sql: 'size', type: 'number' },
+  mimeType: { sql: 'mime_type', type: 'text' },
+  sha256: { sql: 'sha256', type: 'text' },
+  metadata: { sql: 'metadata', type: 'json' },
+}, 'metadata');
 
 const COLS = `uuid, sid, parent, name, type, metadata, creator, owner, created, modified, size, mime_type,
   sha256, content_version, path, preview_sha256, thumb_sha256, preview_of, preview_error`;
@@ -73,7 +83,7 @@ export async function listEntries(sql: Sql, sid: string, scope: ListScope, q: Li
     `SELECT ${COLS} FROM entries WHERE ${[...where, ...frag.where].join(' AND ')}
      ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`,
     params,
-  );
+  ).catch(translateQueryError);
   return rows;
 }
 

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Permissions } from '../../auth/permissions.js';
-import { isOwn, type Principal } from '../../auth/principal.js';
+import { SHARED, type Policy, type Target } from '../../auth/policy.js';
+import type { Principal } from '../../auth/principal.js';
 import type { Connector, RepositoryBackend } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { JobQueue } from '../../queue/job-queue.js';
 import { isSqlError, type Database } from '../../storage/driver/database.js';
-import type { ListQuery } from '../../query/list-query.js';
+import type { ListQuery } from '../../query/tree.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 import { assertValidName } from './names.js';
@@ -29,12 +29,22 @@ export interface RecordChange {
 type Plain = Record<string, unknown>;
 const isPlain = (v: unknown): v is Plain => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Nested objects merge key by key; nothing is removed (PATCH semantics). */
+/**
+ * Nested objects merge key by key; nothing is removed (PATCH semantics). Keys
+ * are data: own properties only are read, and each is defined, never assigned,
+ * so a key such as `__proto__` cannot reach or replace a prototype.
+ */
 export function mergeMetadata(base: Plain, change: Plain): Plain {
   const out: Plain = { ...base };
-  for (const [k, v] of Object.entries(change)) out[k] = isPlain(out[k]) && isPlain(v) ? mergeMetadata(out[k], v) : v;
+  for (const [k, v] of Object.entries(change)) {
+    const old = Object.hasOwn(out, k) ? out[k] : undefined;
+    Object.defineProperty(out, k, { value: isPlain(old) && isPlain(v) ? mergeMetadata(old, v) : v, enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }
+
+/** What ownership an entry has for the policy: the root collection is shared. */
+const target = (entry: EntryRow): Target => (entry.parent === null ? SHARED : entry);
 
 const UNIQUE_VIOLATION = '23505';
 function translate(err: unknown): never {
@@ -51,7 +61,7 @@ export class RepositoryService {
   constructor(
     private readonly db: Database,
     private readonly registry: ConnectorRegistry,
-    private readonly permissions: Permissions,
+    private readonly policy: Policy,
     private readonly queue: JobQueue,
     private readonly maxUploadBytes: number,
   ) {}
@@ -80,14 +90,13 @@ export class RepositoryService {
     return entry;
   }
 
-  /** The shared root collection is readable by anybody with the area right; other entries follow ownership. */
+  /** The shared root collection is usable by anybody with the area right; other entries follow ownership. */
   authorize(p: Principal, entry: EntryRow, action: 'read' | 'write' | 'delete'): void {
-    if (entry.parent === null) this.permissions.require(p, 'documents', action);
-    else this.permissions.requireOn(p, 'documents', action, entry);
+    this.policy.require(p, 'documents', action, target(entry));
   }
 
   private ownedFilter(p: Principal): string[] | undefined {
-    return this.permissions.require(p, 'documents', 'read') === 'own' ? p.identities : undefined;
+    return this.policy.listingScope(p, 'documents');
   }
 
   async children(p: Principal, sid: string, uuid: string, q: ListQuery): Promise<{ parent: EntryRow; rows: EntryRow[] }> {
@@ -116,7 +125,7 @@ export class RepositoryService {
 
   /** The root collection and a page of its entries: direct children (`root`) or every entry (`all`). */
   async list(p: Principal, sid: string, scope: 'root' | 'all', q: ListQuery): Promise<{ root: EntryRow; entries: EntryRow[] }> {
-    this.permissions.require(p, 'documents', 'read');
+    this.policy.require(p, 'documents', 'read');
     const root = await this.root(sid);
     const { backend } = this.backend(sid);
     if (backend.sync) await this.db.transaction((tx) => backend.sync!(tx, root, scope === 'all'));
@@ -127,7 +136,7 @@ export class RepositoryService {
   async create(p: Principal, sid: string, parentUuid: string | undefined, input: EntryInput, owner: string | null): Promise<EntryRow> {
     const { backend } = this.backend(sid);
     assertValidName(input.name);
-    if (!parentUuid) this.permissions.require(p, 'documents', 'write');
+    if (!parentUuid) this.policy.require(p, 'documents', 'write', SHARED);
     const parent = parentUuid ? await this.get(p, sid, parentUuid, 'write') : await this.root(sid);
     if (parent.type !== 'collection') throw methodNotAllowed('NOT_A_COLLECTION', `entry ${parent.uuid} is not a collection; entries can only be created in collections`);
     const row = draftEntry({
@@ -235,13 +244,12 @@ export class RepositoryService {
 
   /** Document ids (of any service) not used by a task in status processing. */
   async inactives(p: Principal, uuids: string[]): Promise<string[]> {
-    this.permissions.require(p, 'documents', 'read');
+    this.policy.require(p, 'documents', 'read');
     return store.inactiveOf(this.db, uuids);
   }
 
   canSee(p: Principal, entry: EntryRow, action: 'read' | 'write' | 'delete'): boolean {
-    const scope = this.permissions.scope(p, 'documents', action);
-    return scope === 'all' || (scope === 'own' && (entry.parent === null || isOwn(p, entry)));
+    return this.policy.may(p, 'documents', action, target(entry));
   }
 
 }

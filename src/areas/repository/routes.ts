@@ -66,7 +66,7 @@ export function repoRoutes(s: Services): Router {
   router.post('/services/:sid/repo', json, async (ctx) => {
     const p = principal(ctx);
     const input = validate(createEntrySchema, body(ctx));
-    const owner = s.permissions.ownerFor(p, 'documents', ctx.get('x-owner') || undefined);
+    const owner = s.policy.ownerFor(p, 'documents', ctx.get('x-owner') || undefined);
     ctx.body = await present(ctx, await repo.create(p, param(ctx, 'sid'), undefined, input, owner));
   });
 
@@ -82,7 +82,7 @@ export function repoRoutes(s: Services): Router {
       const input = validate(schema, body(ctx));
       const uuid = uuidParam(ctx, 'uuid');
       if (input.uuid !== undefined && String(input.uuid).toLowerCase() !== uuid) throw new AppError(409, 'UUID_IMMUTABLE', 'the uuid of an entry cannot be changed');
-      const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.permissions.ownerFor(p, 'documents', input.owner);
+      const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.policy.ownerFor(p, 'documents', input.owner);
       const change = { name: input.name, metadata: input.metadata, owner, type: input.type };
       ctx.body = await present(ctx, await repo.update(p, param(ctx, 'sid'), uuid, change, mode));
     });
@@ -93,7 +93,7 @@ export function repoRoutes(s: Services): Router {
     const sid = param(ctx, 'sid');
     const parent = uuidParam(ctx, 'uuid');
     const input = validate(createEntrySchema, body(ctx));
-    const owner = s.permissions.ownerFor(p, 'documents', ctx.get('x-owner') || undefined);
+    const owner = s.policy.ownerFor(p, 'documents', ctx.get('x-owner') || undefined);
     ctx.body = await present(ctx, await repo.create(p, sid, parent, input, owner));
   });
 
