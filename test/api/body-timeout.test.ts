@@ -91,6 +91,13 @@ describe('JSON bodies', () => {
     expect(await entryCount()).toBe(before);
   });
 
+  it('a body that never starts (headers done, no byte after): 408', async () => {
+    const x = raw(head('PATCH', '/v1/services/store/repo/00000000-0000-4000-8000-000000000000', { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': '20' }));
+    const out = await x.closed;
+    expect(out.closedByServer).toBe(true);
+    expect(JSON.parse(parse(out.text).body).code).toBe('REQUEST_TIMEOUT');
+  });
+
   it('chunked with no end: the same 408', async () => {
     const x = raw(`${head('POST', '/v1/services/store/repo', { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' })}5\r\n{"nam\r\n`);
     const out = await x.closed;
@@ -159,6 +166,25 @@ for (const sid of ['store', 'files']) {
       const after = (await api.get(`${base}/${doc}`)).body;
       expect(after.sha256).toBe(before.sha256);
       expect(after.size).toBe(9);
+      expect((await api.get(`${base}/${doc}/content`)).raw.toString()).toBe('version 1');
+    });
+
+    it('a slowloris upload (a small chunk every third of the idle limit) is cut by the total limit, the old content stays', async () => {
+      const base = `/v1/services/${sid}/repo`;
+      const doc = (await api.post(base, { name: `drip-${sid}.bin`, type: 'document' })).body.uuid as string;
+      await api.request('PUT', `${base}/${doc}/content`, { body: 'version 1', headers: { 'content-type': 'text/plain' } });
+      const x = raw(head('PUT', `${base}/${doc}/content`, { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream', 'content-length': '1000000' }));
+      const drip = setInterval(() => {
+        if (!x.socket.destroyed) x.socket.write(Buffer.alloc(16, 1));
+      }, IDLE_MS / 3);
+      try {
+        const out = await x.closed;
+        expect(out.closedByServer).toBe(true);
+        expect(parse(out.text).status).toBe(408);
+        expect(out.afterMs).toBeGreaterThanOrEqual(TOTAL_MS - 50);
+      } finally {
+        clearInterval(drip);
+      }
       expect((await api.get(`${base}/${doc}/content`)).raw.toString()).toBe('version 1');
     });
 
