@@ -181,7 +181,8 @@ export function repoRoutes(s: Services): Router {
       // checked before a byte is read; a write racing this one can still land in between
       const current = await repo.get(p, sid, uuid);
       const etag = current.content_version ? `"${current.content_version}"` : undefined;
-      if (!ifMatchHolds(ifMatch, etag)) {
+      // a collection is refused by writeContent (406) whatever the precondition
+      if (current.type === 'document' && !ifMatchHolds(ifMatch, etag)) {
         throw new AppError(412, 'PRECONDITION_FAILED', etag ? `If-Match ${ifMatch} does not name the current content ${etag}` : `If-Match ${ifMatch}: the document has no content`,
           undefined, etag ? { ETag: etag } : undefined);
       }

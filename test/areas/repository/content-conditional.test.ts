@@ -82,6 +82,13 @@ for (const sid of ['store', 'files']) {
         expect((await api.get(d.url)).raw.toString()).toBe('two');
       });
 
+      it('on a collection the 406 comes first, If-Match or not', async () => {
+        const coll = (await api.post(base, { name: `coll-${++n}`, type: 'collection' })).body.uuid as string;
+        const res = await api.request('PUT', `${base}/${coll}/content`, { body: 'x', headers: { 'content-type': 'text/plain', 'if-match': '*' } });
+        expect(res.status).toBe(406);
+        expect(res.body.code).toBe('NOT_A_DOCUMENT');
+      });
+
       it('a list that includes the current ETag: written', async () => {
         const d = await newDoc('one');
         const res = await api.request('PUT', d.url, { body: 'two', headers: { 'content-type': 'text/plain', 'if-match': `"other", ${d.etag!}` } });
