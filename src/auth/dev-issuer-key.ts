@@ -71,16 +71,24 @@ async function publish(file: string, key: StoredKey): Promise<boolean> {
     } finally {
       await handle.close();
     }
-    await link(tmp, file);
+    await link(tmp, file).catch(async (err: unknown) => {
+      if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes(errno(err) ?? '')) throw err;
+      // No hard links on this file system: rename is still atomic (readers see all or nothing),
+      // but two writers within the same instant could both "win"; the later key stays.
+      if (await lstat(file).then(() => true, () => false)) throw Object.assign(new Error('exists'), { code: 'EEXIST' });
+      await rename(tmp, file);
+    });
   } catch (err) {
     if (errno(err) === 'EEXIST') return false;
     throw err;
   } finally {
     await rm(tmp, { force: true });
   }
-  // the new name must survive a power loss too, or a later start makes another key
-  const d = await open(dir, 'r');
-  await d.sync().finally(() => d.close());
+  // The new name should survive a power loss too (else a later start makes another key).
+  // Best effort: some file systems refuse fsync on a directory, and that must not stop a start.
+  const d = await open(dir, 'r').catch(() => undefined);
+  await d?.sync().catch(() => {});
+  await d?.close();
   return true;
 }
 
