@@ -3,6 +3,8 @@ import Router from '@koa/router';
 import type { Services } from '../runtime/services.js';
 import { methodNotAllowed, notFound, AppError } from '../errors/app-error.js';
 import { errorHandler } from './middleware/error-handler.js';
+import { bodyTimeouts } from './middleware/body-timeout.js';
+import { nosniff } from './middleware/nosniff.js';
 import { observe } from './middleware/observe.js';
 import { healthRoutes } from './health/routes.js';
 import { docsRoutes } from './docs/routes.js';
@@ -23,7 +25,9 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
   const app = new Koa({ proxy: false });
   app.silent = true; // errors are logged by errorHandler, not by Koa's default printer
   app.use(observe(s.log, s.metrics));
+  app.use(nosniff());
   app.use(errorHandler(s.log));
+  app.use(bodyTimeouts({ idleMs: s.config.server.bodyIdleTimeoutMs, totalMs: s.config.server.bodyTimeoutMs }));
   // Nothing matched (allowedMethods below turns a known path with another method into 405).
   app.use(async (ctx, next) => {
     await next();

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { exportJWK, generateKeyPair, importJWK, SignJWT, createLocalJWKSet, type JWK, type JWTVerifyGetKey, type CryptoKey } from 'jose';
-
-const ALG = 'ES256';
+import { importJWK, SignJWT, createLocalJWKSet, type JWK, type JWTVerifyGetKey, type CryptoKey } from 'jose';
+import { ALG, loadOrCreateKey } from './dev-issuer-key.js';
 
 export interface MintOptions {
   user: string;
@@ -30,27 +28,7 @@ export class DevIssuer {
 
   /** Loads the key from `<dataDir>/dev-issuer/key.json`, creating it on first use. */
   static async open(dataDir: string, issuer: string): Promise<DevIssuer> {
-    const file = path.join(dataDir, 'dev-issuer', 'key.json');
-    let stored: { privateJwk: JWK; publicJwk: JWK } | undefined;
-    try {
-      stored = JSON.parse(await readFile(file, 'utf8')) as { privateJwk: JWK; publicJwk: JWK };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read the development issuer key ${file}: ${(err as Error).message}`);
-    }
-    if (!stored) {
-      const { privateKey, publicKey } = await generateKeyPair(ALG, { extractable: true });
-      const kid = randomUUID();
-      stored = {
-        privateJwk: { ...(await exportJWK(privateKey)), kid, alg: ALG },
-        publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' },
-      };
-      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-      // 'wx': when two processes race, the second fails and re-reads the winner's key
-      await writeFile(file, JSON.stringify(stored), { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
-        stored = JSON.parse(await readFile(file, 'utf8')) as { privateJwk: JWK; publicJwk: JWK };
-      });
-    }
+    const stored = await loadOrCreateKey(path.join(dataDir, 'dev-issuer', 'key.json'));
     const privateKey = (await importJWK(stored.privateJwk, ALG)) as CryptoKey;
     return new DevIssuer(privateKey, stored.publicJwk, issuer);
   }
@@ -63,13 +41,15 @@ export class DevIssuer {
     return createLocalJWKSet(this.jwks());
   }
 
+  /**
+   * The discovery document lists only what this server serves: the issuer and
+   * its JWKS. There is no authorization or token endpoint (tokens come from
+   * `cli.ts mint-token`), so none is advertised.
+   */
   discovery(): Record<string, unknown> {
     return {
       issuer: this.issuer,
       jwks_uri: `${this.issuer}/jwks`,
-      authorization_endpoint: `${this.issuer}/authorize`,
-      token_endpoint: `${this.issuer}/token`,
-      response_types_supported: ['code'],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: [ALG],
     };

@@ -13,8 +13,9 @@ export interface VerifierOptions {
 }
 
 /**
- * Verifies bearer JWTs: signature against the issuer's JWKS, `iss`, `exp`/`nbf`
- * with a small clock tolerance, and `aud` when configured. The JWKS comes from
+ * Verifies bearer JWTs: signature against the issuer's JWKS, `iss`, `exp`
+ * (required: a token without one would be valid forever), `nbf` and `iat` (not
+ * in the future) with a small clock tolerance, and `aud` when configured. The JWKS comes from
  * OIDC discovery (lazily, so an identity provider that starts after us is fine),
  * or directly from the built-in development issuer.
  */
@@ -85,13 +86,20 @@ export class TokenVerifier {
         issuer: this.opts.issuer,
         audience: this.opts.audience,
         clockTolerance: this.opts.clockToleranceSec,
+        requiredClaims: ['exp'],
       });
+      // jose checks iat only together with maxTokenAge; a token issued "later" is forged or from a broken clock
+      if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + this.opts.clockToleranceSec) {
+        throw unauthorized('token claim "iat" is in the future');
+      }
       if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthorized('token has no subject');
       return principalFromClaims(payload as Record<string, unknown>, this.opts.rolesClaim);
     } catch (err) {
       if (err instanceof AppError) throw err;
       if (err instanceof joseErrors.JWTExpired) throw unauthorized('token expired');
-      if (err instanceof joseErrors.JWTClaimValidationFailed) throw unauthorized(`token claim "${err.claim}" is invalid`);
+      if (err instanceof joseErrors.JWTClaimValidationFailed) {
+        throw unauthorized(err.reason === 'missing' ? `token has no "${err.claim}" claim` : `token claim "${err.claim}" is invalid`);
+      }
       if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw unauthorized('token signature is invalid');
       if (err instanceof joseErrors.JWKSNoMatchingKey) throw unauthorized('token is signed by an unknown key');
       if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) {

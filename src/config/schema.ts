@@ -42,6 +42,12 @@ export const configSchema = z.strictObject({
     /** Largest content upload (bytes); 0 = unlimited. */
     maxUploadBytes: z.coerce.number().int().min(0).default(0),
     shutdownTimeoutMs: z.coerce.number().int().min(100).default(30_000),
+    /** Longest wait for the next chunk of a request body, then 408 and the connection closed. */
+    bodyIdleTimeoutMs: z.coerce.number().int().min(100).default(30_000),
+    /** Longest time for a whole request body, however it trickles in (slowloris); 0 = no limit. */
+    bodyTimeoutMs: z.coerce.number().int().min(0).default(3_600_000),
+    /** Longest time for a request's headers to arrive. */
+    headersTimeoutMs: z.coerce.number().int().min(100).default(60_000),
     /** Bytes of serialized children listings kept per API process; 0 turns the cache off. */
     listingCacheBytes: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
   }).prefault({}),

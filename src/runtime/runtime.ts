@@ -25,8 +25,23 @@ export interface Runtime {
 }
 
 function starting(_req: http.IncomingMessage, res: http.ServerResponse): void {
-  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close', 'x-content-type-options': 'nosniff' });
   res.end(JSON.stringify({ status: 503, code: 'STARTING', message: 'the service is starting; try again shortly' }));
+}
+
+/**
+ * Headers must arrive within `headersTimeoutMs` (Node answers a bare 408 and
+ * closes), checked often enough to hold that bound. Bodies are timed by
+ * `api/middleware/body-timeout.ts`, which answers with an error body; Node's
+ * whole-request limit is only the backstop behind it, a little later.
+ */
+function serverTimeouts(c: AppConfig['server']): http.ServerOptions {
+  return {
+    headersTimeout: c.headersTimeoutMs,
+    requestTimeout: c.bodyTimeoutMs > 0 ? c.headersTimeoutMs + c.bodyTimeoutMs + 10_000 : 0,
+    connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(c.headersTimeoutMs / 4))),
+    keepAliveTimeout: 65_000,
+  };
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<number> {
@@ -50,7 +65,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   let port = config.server.port;
   if (parts.api) {
     // Listen first: with port 0 the development issuer's URL needs the real port.
-    server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 });
+    server = http.createServer(serverTimeouts(config.server));
     // Until the services are up, every request gets a 503 (never a hanging socket).
     server.on('request', starting);
     port = await listen(server, config.server.port, config.server.host);

@@ -60,6 +60,16 @@ export interface CheckedResponse {
 
 /** Throws with a readable message when the response does not match the document. */
 export function checkContract(method: string, urlPath: string, res: CheckedResponse): void {
+  if (method.toUpperCase() === 'HEAD') {
+    // HEAD answers like GET without a body: the GET operation's status and headers apply
+    if (res.body !== undefined && res.body !== '') throw new Error(`contract: HEAD ${urlPath} answered with a body`);
+    return check('GET', urlPath, { ...res, body: undefined, contentType: '' }, true);
+  }
+  check(method, urlPath, res, false);
+}
+
+function check(method: string, urlPath: string, res: CheckedResponse, head: boolean): void {
+  const checkError = (api: Api, r: CheckedResponse) => (head ? undefined : checkErrorBody(api, r));
   const api = apiFor(urlPath);
   if (!api) return; // routes outside the APIs (health, docs, dev issuer)
   const rel = urlPath.slice(api.prefix.length) || '/';
@@ -99,7 +109,7 @@ export function checkContract(method: string, urlPath: string, res: CheckedRespo
   }
 }
 
-function checkError(api: Api, res: CheckedResponse): void {
+function checkErrorBody(api: Api, res: CheckedResponse): void {
   const validate = ajv.getSchema(`${api.spec.$id as string}#/components/schemas/Error`);
   if (!validate) throw new Error('contract: the document has no components/schemas/Error');
   if (!validate(res.body)) throw new Error(`contract: error body does not match Error: ${ajv.errorsText(validate.errors)}`);

@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logging/logger.js';
+import { bodyTimeoutError } from './body-timeout.js';
 
 export interface ErrorBody {
   status: number;
@@ -31,7 +32,9 @@ export function errorHandler(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-    } catch (err) {
+    } catch (caught) {
+      // a body that ran out of time is a 408, whatever error its reader made of the cut stream
+      const err = bodyTimeoutError(ctx) ?? caught;
       let body: ErrorBody;
       if (err instanceof AppError) {
         body = { status: err.status, code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };

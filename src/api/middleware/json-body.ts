@@ -2,12 +2,14 @@ import getRawBody from 'raw-body';
 import type { Middleware } from 'koa';
 import { badRequest, unsupportedMediaType } from '../../errors/app-error.js';
 import { hasNul, nulRefused } from '../../errors/input-errors.js';
+import { requestBody } from './body-timeout.js';
 
 /**
  * Reads a JSON request body into `ctx.state.body`, used only on routes that take
  * JSON (content routes stream the request instead). Checks: media type is JSON,
- * size within the limit (413), valid JSON (400), and content every later step
- * can hold (400, see `checkValue`). An empty body is `undefined`.
+ * size within the limit (413), valid JSON (400), the body arriving in time
+ * (408, `body-timeout.ts`), and content every later step can hold (400, see
+ * `checkValue`). An empty body is `undefined`.
  */
 export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Middleware {
   return async (ctx, next) => {
@@ -21,7 +23,7 @@ export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Midd
     if (!ctx.is('application/json', 'application/*+json')) {
       throw unsupportedMediaType(`expected Content-Type application/json, got ${ctx.get('content-type') || 'none'}`);
     }
-    const raw = await getRawBody(ctx.req, { length, limit, encoding: 'utf8' });
+    const raw = await getRawBody(requestBody(ctx), { length, limit, encoding: 'utf8' });
     if (raw.trim() === '') {
       if (!opts.optional) throw badRequest('BODY_REQUIRED', 'a JSON body is required');
       ctx.state.body = undefined;

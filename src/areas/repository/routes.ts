@@ -4,6 +4,8 @@ import type { Services } from '../../runtime/services.js';
 import { AppError, badRequest, notFound, payloadTooLarge } from '../../errors/app-error.js';
 import { parseListQuery, single } from '../../query/list-query.js';
 import { jsonBody } from '../../api/middleware/json-body.js';
+import { requestBody } from '../../api/middleware/body-timeout.js';
+import { ifMatchHolds, ifNoneMatchHits, ifRangeHolds } from '../../api/conditional.js';
 import { body, param, principal, query, uuidParam } from '../../api/context.js';
 import { validate } from '../../api/validate.js';
 import { presentEntry } from './present.js';
@@ -141,14 +143,16 @@ export function repoRoutes(s: Services): Router {
     const uuid = uuidParam(ctx, 'uuid');
     const entry = await repo.get(p, sid, uuid);
     const etag = entry.content_version ? `"${entry.content_version}"` : undefined;
-    if (etag && ctx.get('if-none-match').split(/\s*,\s*/).includes(etag)) {
+    if (ifNoneMatchHits(ctx.get('if-none-match'), etag)) {
       ctx.status = 304;
-      ctx.set('ETag', etag);
+      ctx.set('ETag', etag!);
       return;
     }
     const size = entry.size ?? 0;
     const rangeHeader = ctx.get('range');
-    const range = rangeHeader && entry.type === 'document' && entry.content_version ? parseRange(rangeHeader, size) : undefined;
+    // a stale If-Range means the client's part is of other content: send it all (200)
+    const ranged = rangeHeader !== '' && entry.type === 'document' && etag !== undefined && ifRangeHolds(ctx.get('if-range'), etag);
+    const range = ranged ? parseRange(rangeHeader, size) : undefined;
     const { entry: e, stream } = await repo.openContent(p, sid, uuid, range);
     ctx.set('ETag', `"${e.content_version}"`);
     ctx.set('Accept-Ranges', 'bytes');
@@ -169,7 +173,21 @@ export function repoRoutes(s: Services): Router {
     if (max > 0 && (ctx.request.length ?? 0) > max) throw payloadTooLarge(`content is larger than the limit of ${max} bytes`);
     const mime = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase() || 'application/octet-stream';
     if (!/^[\w.+-]+\/[\w.+-]+$/.test(mime)) throw badRequest('INVALID_CONTENT_TYPE', `"${mime}" is not a media type`);
-    const entry = await repo.writeContent(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid'), ctx.req, mime);
+    const p = principal(ctx);
+    const sid = param(ctx, 'sid');
+    const uuid = uuidParam(ctx, 'uuid');
+    const ifMatch = ctx.get('if-match');
+    if (ifMatch !== '') {
+      // checked before a byte is read; a write racing this one can still land in between
+      const current = await repo.get(p, sid, uuid);
+      const etag = current.content_version ? `"${current.content_version}"` : undefined;
+      // a collection is refused by writeContent (406) whatever the precondition
+      if (current.type === 'document' && !ifMatchHolds(ifMatch, etag)) {
+        throw new AppError(412, 'PRECONDITION_FAILED', etag ? `If-Match ${ifMatch} does not name the current content ${etag}` : `If-Match ${ifMatch}: the document has no content`,
+          undefined, etag ? { ETag: etag } : undefined);
+      }
+    }
+    const entry = await repo.writeContent(p, sid, uuid, requestBody(ctx), mime);
     ctx.set('ETag', `"${entry.content_version}"`);
     ctx.status = 204;
   });
