@@ -40,7 +40,7 @@ beforeAll(async () => {
   await writeFile(config, [
     'database:', `  url: ${TEST_DATABASE_URL}`, `  schema: ${schema}`,
     'redis:', `  url: ${TEST_REDIS_URL}`, `  prefix: ${prefix}`,
-    'server:', '  jsonLimit: 64kb', '  maxUploadBytes: 1048576'/*IDLE*/,
+    'server:', '  jsonLimit: 64kb', '  maxUploadBytes: 1048576', `  bodyIdleTimeoutMs: ${IDLE_MS}`,
     'commands:', '  importAllowPrivate: false', '  importTimeoutMs: 5000',
     'services:',
     '  store: { type: store }',
