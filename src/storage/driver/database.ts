@@ -20,6 +20,14 @@ export interface Database extends Sql {
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
   /** Cheap round trip for readiness checks. */
   ping(): Promise<void>;
+  /**
+   * Calls `handler` with the payload of every NOTIFY on `channel` (a plain
+   * lower-case identifier), delivered when the notifying transaction commits.
+   * The connection it listens on reconnects by itself; after a reconnect the
+   * handler is called once with `null`, since notifications sent meanwhile are
+   * lost. Resolves once listening; the returned function stops it.
+   */
+  listen(channel: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

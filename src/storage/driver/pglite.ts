@@ -37,6 +37,14 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
     async ping() {
       await db.query('SELECT 1');
     },
+    // one process, one connection: nothing to lose, so never a reconnect (no `null`)
+    listen: (channel, handler) => db.listen(channel, (payload) => {
+      try {
+        handler(payload);
+      } catch {
+        // the handler owns its errors
+      }
+    }),
     close: () => db.close(),
   };
 }

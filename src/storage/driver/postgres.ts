@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Database, QueryResult, Sql } from './database.js';
+import { pgListen } from './pg-listener.js';
 
 // bigint counts and sizes fit comfortably in a double here; keep them numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -83,6 +84,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     async ping() {
       await pool.query('SELECT 1');
     },
+    listen: (channel, handler) => pgListen(opts.url, channel, handler),
     close: () => pool.end(),
   };
 }
