@@ -7,11 +7,18 @@ export interface OutboxRow {
   data: unknown;
 }
 
-export async function insertOutbox(sql: Sql, name: string, jobId: string, data: unknown): Promise<void> {
-  await sql.query(
-    'INSERT INTO outbox (name, job_id, data) VALUES ($1, $2, $3) ON CONFLICT (job_id) DO NOTHING',
-    [name, jobId, JSON.stringify(data)],
+/**
+ * Stores a job; with `leaseSec`, already claimed by the writing process's relay.
+ * Returns the row id, or undefined when the job was there already.
+ */
+export async function insertOutbox(sql: Sql, name: string, jobId: string, data: unknown, leaseSec: number | null): Promise<number | undefined> {
+  const { rows } = await sql.query<{ id: number }>(
+    `INSERT INTO outbox (name, job_id, data, claimed_until)
+     VALUES ($1, $2, $3, CASE WHEN $4::int IS NULL THEN NULL ELSE now() + make_interval(secs => $4::int) END)
+     ON CONFLICT (job_id) DO NOTHING RETURNING id`,
+    [name, jobId, JSON.stringify(data), leaseSec],
   );
+  return rows[0]?.id;
 }
 
 /**

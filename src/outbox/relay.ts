@@ -3,6 +3,7 @@ import type { JobQueue } from '../queue/job-queue.js';
 import { InvalidJobError, JOBS, type JobName } from '../queue/jobs.js';
 import type { Database } from '../storage/driver/database.js';
 import { claimOutbox, deleteOutbox, releaseOutbox, type OutboxRow } from './outbox-store.js';
+import type { LocalRelay } from './outbox.js';
 
 /** The channel migration 003's trigger notifies (payload: the schema). */
 export const OUTBOX_CHANNEL = 'wcr_outbox';
@@ -31,10 +32,13 @@ const DEFAULTS: Required<RelayOptions> = { batch: 100, sweepMs: 5000, leaseSec: 
  * fast; the relay backs off, probing with one job at a time, and nothing else
  * in the process waits for it.
  */
-export class OutboxRelay {
+export class OutboxRelay implements LocalRelay {
   private readonly opts: Required<RelayOptions>;
   private running: Promise<void> | undefined;
+  private taken: OutboxRow[] = [];
+  private flushing: Promise<void> | undefined;
   private again = false;
+  private started = false;
   private stopped = false;
   private failures = 0;
   private unlisten: (() => Promise<void>) | undefined;
@@ -59,12 +63,39 @@ export class OutboxRelay {
     });
     this.sweep = setInterval(() => this.wake(), this.opts.sweepMs);
     this.sweep.unref();
+    this.started = true;
     this.wake();
+  }
+
+  get takesRows(): boolean {
+    return this.started && !this.stopped && this.failures === 0 && !this.retry;
+  }
+
+  get leaseSec(): number {
+    return this.opts.leaseSec;
+  }
+
+  /** A row committed in this process, claimed for this relay at insert: enqueued at once, no claim round trip. */
+  take(row: OutboxRow): void {
+    this.taken.push(row);
+    this.flushing ??= this.flush().catch((err: unknown) => this.log.warn({ err }, 'outbox relay: handing over committed jobs failed; their claims lapse'));
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      // rows taken while one batch is in Redis's hands go in the next
+      while (this.taken.length > 0) {
+        const rows = this.taken.splice(0);
+        if ((await this.enqueue(rows)) > 0 && !this.retry) this.backOff();
+      }
+    } finally {
+      this.flushing = undefined;
+    }
   }
 
   /** Starts a round now, or right after the one running; while backing off, the retry timer decides. */
   wake(): void {
-    if (this.stopped || this.retry) return;
+    if (!this.started || this.stopped || this.retry) return;
     if (this.running) {
       this.again = true;
       return;
@@ -82,7 +113,7 @@ export class OutboxRelay {
 
   /** Resolves once no round is running (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.running) await this.running;
+    while (this.running || this.flushing) await Promise.all([this.running, this.flushing]);
   }
 
   async stop(): Promise<void> {

@@ -10,7 +10,7 @@ import { CommandService } from '../areas/commands/command-service.js';
 import type { Logger } from '../logging/logger.js';
 import { Metrics } from '../metrics/metrics.js';
 import { createJobQueue } from '../queue/job-queue.js';
-import { outbox } from '../outbox/outbox.js';
+import { createOutbox } from '../outbox/outbox.js';
 import { OutboxRelay } from '../outbox/relay.js';
 import { openDatabase } from '../storage/open-database.js';
 import type { Services } from './services.js';
@@ -50,9 +50,11 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       log.warn({ issuer: devIssuer.issuer }, 'no OIDC_ISSUER set: using the built-in development issuer (mint tokens with `npm run token`)');
     }
     const registry = await ConnectorRegistry.create(config, blobs, log);
+    // jobs committed in this process wake its relay at once; other processes hear the NOTIFY
+    const relay = new OutboxRelay(db, queue, log.child({ component: 'outbox' }));
+    const outbox = createOutbox(relay);
     const repository = new RepositoryService(db, registry, permissions, outbox, config.server.maxUploadBytes);
     const commands = new CommandService(db, repository, permissions, outbox, config.commands.expirySec);
-    const relay = new OutboxRelay(db, queue, log.child({ component: 'outbox' }));
     return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, verifier, devIssuer, registry, repository, commands };
   } catch (err) {
     await queue.close().catch(() => {});

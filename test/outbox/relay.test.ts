@@ -8,8 +8,8 @@ import { migrate } from '../../src/storage/migrate.js';
 import { createJobQueue, type JobQueue } from '../../src/queue/job-queue.js';
 import { InvalidJobError, type JobName } from '../../src/queue/jobs.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { outbox } from '../../src/outbox/outbox.js';
-import { outboxSize } from '../../src/outbox/outbox-store.js';
+import { createOutbox } from '../../src/outbox/outbox.js';
+import { insertOutbox, outboxSize } from '../../src/outbox/outbox-store.js';
 import { OutboxRelay } from '../../src/outbox/relay.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
 import { freePort } from '../helpers/process.js';
@@ -24,6 +24,8 @@ import { startRedisServer } from './redis-server.js';
  */
 const log = createLogger('silent');
 const uuid = () => crypto.randomUUID();
+// no local wake-up: these relays must be woken by the NOTIFY (or their first pass)
+const outbox = createOutbox();
 
 const drivers: [string, () => Promise<{ db: Database; drop: () => Promise<void> }>][] = [
   ['postgres', async () => {
@@ -120,6 +122,49 @@ for (const [name, open] of drivers) {
       await relay.start();
       try {
         await eventually(async () => ((await outboxSize(db)) === 0 ? true : undefined), 10_000, 10);
+        expect(await inRedis('commands', `command.${cid}.run`)).toBe(true);
+      } finally {
+        await relay.stop();
+      }
+    });
+
+    it("this process's relay takes its committed rows at once (claimed at insert: no NOTIFY, no claim round trip)", async () => {
+      const relay = new OutboxRelay(db, queue, log, { sweepMs: 60_000 });
+      const local = createOutbox(relay);
+      let notified = 0;
+      const stopListening = await db.listen('wcr_outbox', () => notified++);
+      await relay.start();
+      try {
+        const rolledBack = uuid();
+        await db.transaction(async (tx) => {
+          await local.add(tx, 'command.run', { cid: rolledBack, sid: 'store' });
+          throw new Error('roll back');
+        }).catch(() => undefined);
+        for (const cid of [uuid(), uuid()]) {
+          const t0 = performance.now();
+          await db.transaction((tx) => local.add(tx, 'command.run', { cid, sid: 'store' }));
+          await eventually(async () => ((await inRedis('commands', `command.${cid}.run`)) ? true : undefined), 10_000, 1);
+          console.log(`${name}: commit to job in Redis, taken locally ${(performance.now() - t0).toFixed(1)} ms`);
+        }
+        await relay.idle();
+        expect(await outboxSize(db)).toBe(0);
+        expect(notified).toBe(0);
+        expect(await inRedis('commands', `command.${rolledBack}.run`)).toBe(false);
+      } finally {
+        await stopListening();
+        await relay.stop();
+      }
+    });
+
+    it('a row claimed by a process that died is taken by another relay once the claim lapses', async () => {
+      const cid = uuid();
+      await insertOutbox(db, 'command.run', `command.${cid}.run`, { cid, sid: 'store' }, 1); // claimed, never taken
+      const relay = new OutboxRelay(db, queue, log, { sweepMs: 300 });
+      await relay.start();
+      try {
+        await relay.idle();
+        expect(await outboxSize(db)).toBe(1); // still claimed
+        await eventually(async () => ((await outboxSize(db)) === 0 ? true : undefined), 20_000, 50);
         expect(await inRedis('commands', `command.${cid}.run`)).toBe(true);
       } finally {
         await relay.stop();

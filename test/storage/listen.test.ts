@@ -63,6 +63,27 @@ for (const [name, open] of drivers) {
       expect(heard).toEqual(['first', 'second']);
     });
 
+    it('afterCommit callbacks run once the transaction committed, never after a rollback', async () => {
+      const ran: string[] = [];
+      await db.transaction(async (tx) => {
+        tx.afterCommit(() => ran.push('committed'));
+        await tx.query('SELECT 1');
+        expect(ran).toEqual([]);
+      });
+      await db.transaction(async (tx) => {
+        tx.afterCommit(() => ran.push('rolled back'));
+        throw new Error('roll back');
+      }).catch(() => undefined);
+      // a throwing callback does not turn a committed transaction into an error
+      await expect(db.transaction(async (tx) => {
+        tx.afterCommit(() => {
+          throw new Error('callback');
+        });
+        return 'ok';
+      })).resolves.toBe('ok');
+      expect(ran).toEqual(['committed']);
+    });
+
     it('refuses a channel name that is not a plain identifier', async () => {
       await expect(db.listen('bad"; DROP TABLE x; --', () => {})).rejects.toThrow();
     });

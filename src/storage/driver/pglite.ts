@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
-import type { Database, QueryResult, Sql } from './database.js';
+import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
 
 export interface PgliteOptions {
   /** Directory of the database files; undefined = in memory. */
@@ -24,16 +24,21 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
     exec: async (text) => {
       await db.exec(text);
     },
-    transaction: (fn) =>
-      db.transaction(async (tx) => {
-        const sql: Sql = {
+    async transaction(fn) {
+      const committed: (() => void)[] = [];
+      const result = await db.transaction(async (tx) => {
+        const sql: Tx = {
           query: async (text, params) => wrap(await tx.query(text, params as unknown[] | undefined)),
           exec: async (text) => {
             await tx.exec(text);
           },
+          afterCommit: (cb) => void committed.push(cb),
         };
         return fn(sql);
-      }),
+      });
+      runAfterCommit(committed);
+      return result;
+    },
     async ping() {
       await db.query('SELECT 1');
     },

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Database, QueryResult, Sql } from './database.js';
+import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
 import { pgListen } from './pg-listener.js';
 
 // bigint counts and sizes fit comfortably in a double here; keep them numbers.
@@ -63,16 +63,19 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     },
     async transaction(fn) {
       const client = await pool.connect();
-      const tx: Sql = {
+      const committed: (() => void)[] = [];
+      const tx: Tx = {
         query: (text, params) => run(client, text, params),
         exec: async (text) => {
           await client.query(text);
         },
+        afterCommit: (cb) => void committed.push(cb),
       };
       try {
         await client.query('BEGIN');
         const result = await fn(tx);
         await client.query('COMMIT');
+        runAfterCommit(committed);
         return result;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {});

@@ -3,11 +3,12 @@ import type { Migration } from './index.js';
 /**
  * The transactional outbox: a request writes its rows and the jobs they call
  * for in one transaction, so no request waits on Redis and no committed work
- * is lost when Redis is down. The relay (src/outbox/relay.ts) moves rows into
- * the queues. A statement trigger announces new rows on the `wcr_outbox`
- * channel with the schema as payload (channels are per database, and several
- * schemas may share one); PostgreSQL delivers it at commit, never for a
- * rolled-back insert.
+ * is lost when Redis is down. The relays (src/outbox/relay.ts) move rows into
+ * the queues. A statement trigger announces new unclaimed rows on the
+ * `wcr_outbox` channel with the schema as payload (channels are per database,
+ * and several schemas may share one); PostgreSQL delivers it at commit, never
+ * for a rolled-back insert. Rows inserted already claimed (the writing
+ * process's own relay takes them at commit) need no announcement.
  */
 export const m003Outbox: Migration = {
   id: 3,
@@ -27,11 +28,13 @@ CREATE UNIQUE INDEX outbox_job_id ON outbox (job_id);
 
 CREATE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('wcr_outbox', TG_TABLE_SCHEMA);
+  IF EXISTS (SELECT 1 FROM new_rows WHERE claimed_until IS NULL) THEN
+    PERFORM pg_notify('wcr_outbox', TG_TABLE_SCHEMA);
+  END IF;
   RETURN NULL;
 END $$;
 
 CREATE TRIGGER outbox_insert AFTER INSERT ON outbox
-  FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify();
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify();
 `,
 };
