@@ -55,6 +55,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     const res = await client.query({ name: params && params.length > 0 ? nameOf(text) : undefined, text, values: params as unknown[] | undefined });
     return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
   };
+  const listeners = new Set<() => Promise<void>>();
   return {
     kind: 'postgres',
     query: (text, params) => run(pool, text, params),
@@ -87,7 +88,19 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     async ping() {
       await pool.query('SELECT 1');
     },
-    listen: (channel, handler) => pgListen(opts.url, channel, handler),
-    close: () => pool.end(),
+    async listen(channel, handler) {
+      const stop = await pgListen(opts.url, channel, handler);
+      const once = async () => {
+        listeners.delete(once);
+        await stop();
+      };
+      listeners.add(once);
+      return once;
+    },
+    // a listener's own connection would otherwise outlive the pool (and keep the process alive)
+    async close() {
+      await Promise.all([...listeners].map((stop) => stop()));
+      await pool.end();
+    },
   };
 }
