@@ -264,19 +264,20 @@ export function parseModes(raw: string): ServerMode[] {
  * the project's compiler (as `npm run build` does for dist/, without touching
  * dist/), so a server can run under plain `node` without the tsx loader.
  * `--noCheck`: emit only; type errors are the typecheck's business, not the benchmark's.
+ * `root`: another checkout of the project (a before/after comparison), built with this one's compiler and node_modules.
  */
-export async function compileServers(): Promise<{ dir: string; cleanup(): void }> {
+export async function compileServers(root = ROOT): Promise<{ dir: string; cleanup(): void }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-dist-'));
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
   try {
     await new Promise<void>((resolve, reject) => {
-      execFile(process.execPath, [path.join(ROOT, 'node_modules/typescript7/bin/tsc'), '-p', path.join(ROOT, 'bench/tsconfig.server.json'), '--outDir', dir, '--noCheck'],
-        { cwd: ROOT, timeout: 300_000 }, (err, stdout, stderr) => (err ? reject(new Error(`tsc failed: ${stdout}${stderr}`)) : resolve()));
+      execFile(process.execPath, [path.join(ROOT, 'node_modules/typescript7/bin/tsc'), '-p', path.join(root, 'bench/tsconfig.server.json'), '--outDir', dir, '--noCheck'],
+        { cwd: root, timeout: 300_000 }, (err, stdout, stderr) => (err ? reject(new Error(`tsc failed: ${stdout}${stderr}`)) : resolve()));
     });
     // bare imports ('koa', 'pg', ...) resolve through the project's node_modules
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
     // the docs routes look for openapi/ above their module
-    symlinkSync(path.join(ROOT, 'openapi'), path.join(dir, 'openapi'), 'dir');
+    symlinkSync(path.join(root, 'openapi'), path.join(dir, 'openapi'), 'dir');
   } catch (err) {
     cleanup();
     throw err;

@@ -8,8 +8,13 @@ import {
 
 /** The only module that imports bullmq; the rest of the runtime sees these interfaces. */
 export interface JobQueue {
-  /** Validates and enqueues; the job id derives from the payload (idempotent). */
-  enqueue<N extends JobName>(name: N, data: JobData<N>, opts?: { delayMs?: number }): Promise<string>;
+  /**
+   * Validates and enqueues; the job id derives from the payload (idempotent).
+   * With `timeoutMs`, rejects with `QueueUnavailableError` once that has
+   * passed (Redis unreachable) instead of waiting for a reconnect; the add may
+   * still land later, which the derived id makes harmless.
+   */
+  enqueue<N extends JobName>(name: N, data: JobData<N>, opts?: { delayMs?: number; timeoutMs?: number }): Promise<string>;
   /** Runs `name` every `everyMs` on one worker of the fleet (BullMQ job scheduler). */
   schedule<N extends JobName>(name: N, data: JobData<N>, everyMs: number): Promise<void>;
   /** Waiting/active/delayed/failed counts per queue (metrics). */
@@ -26,6 +31,21 @@ export interface WorkerPool {
 /** Resolves with the promise, or after `ms` (a close must not hang on a Redis that is gone). */
 const within = (p: Promise<unknown>, ms: number): Promise<unknown> =>
   Promise.race([p.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+
+/** Redis did not take a job in time (see `JobQueue.enqueue`'s `timeoutMs`). */
+export class QueueUnavailableError extends Error {
+  override readonly name = 'QueueUnavailableError';
+}
+
+/** The promise, or a QueueUnavailableError after `ms`; a late rejection of `p` is owned here. */
+function bounded<T>(p: Promise<T>, ms: number): Promise<T> {
+  p.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new QueueUnavailableError(`Redis did not take the job within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 /** Logs a connection error once per outage instead of on every retry. */
 function outageLogger(log: Logger, what: Record<string, unknown>) {
@@ -82,7 +102,8 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     async enqueue(name, data, enqueueOpts) {
       const payload = parseJob(name, data);
       const jobId = jobIdFor(name, payload);
-      await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay: enqueueOpts?.delayMs, attempts: JOBS[name].attempts });
+      const added = queueFor(JOBS[name].queue).add(name, payload, { jobId, delay: enqueueOpts?.delayMs, attempts: JOBS[name].attempts });
+      await (enqueueOpts?.timeoutMs === undefined ? added : bounded(added, enqueueOpts.timeoutMs));
       return jobId;
     },
     async schedule(name, data, everyMs) {

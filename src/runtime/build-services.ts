@@ -11,6 +11,8 @@ import { CommandService } from '../areas/commands/command-service.js';
 import type { Logger } from '../logging/logger.js';
 import { Metrics } from '../metrics/metrics.js';
 import { createJobQueue } from '../queue/job-queue.js';
+import { createOutbox } from '../outbox/outbox.js';
+import { OutboxRelay } from '../outbox/relay.js';
 import { openDatabase } from '../storage/open-database.js';
 import type { Services } from './services.js';
 
@@ -52,9 +54,12 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       log.warn({ issuer: devIssuer.issuer }, 'no OIDC_ISSUER set: using the built-in development issuer (mint tokens with `npm run token`)');
     }
     const registry = await ConnectorRegistry.create(config, blobs, log);
-    const repository = new RepositoryService(db, registry, policy, queue, config.server.maxUploadBytes);
-    const commands = new CommandService(db, repository, policy, queue, config.commands.expirySec);
-    return { config, log, db, blobs, queue, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands };
+    // jobs committed in this process wake its relay at once; other processes hear the NOTIFY
+    const relay = new OutboxRelay(db, queue, log.child({ component: 'outbox' }));
+    const outbox = createOutbox(relay);
+    const repository = new RepositoryService(db, registry, policy, outbox, config.server.maxUploadBytes);
+    const commands = new CommandService(db, repository, policy, outbox, config.commands.expirySec);
+    return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands };
   } catch (err) {
     await queue.close().catch(() => {});
     await db.close().catch(() => {});

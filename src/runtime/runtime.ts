@@ -78,6 +78,16 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     throw err;
   }
   const s = services;
+  // Every role relays: an API alone still gets its jobs into the queues, and more
+  // relays only share the rows (see relay.ts). Redis down does not block this.
+  try {
+    await s.relay.start();
+  } catch (err) {
+    server?.close();
+    await s.queue.close().catch(() => {});
+    await s.db.close().catch(() => {});
+    throw err;
+  }
   if (server) {
     server.off('request', starting);
     server.on('request', createApp(s, state, AREAS).callback());
@@ -126,6 +136,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       if (parts.workers) await s.registry.stop();
       if (timer) clearInterval(timer);
       await workers?.close(config.server.shutdownTimeoutMs / 2);
+      await s.relay.stop();
       await s.queue.close();
       await s.db.close();
       log.info('stopped');

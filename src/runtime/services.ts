@@ -10,6 +10,8 @@ import type { CommandService } from '../areas/commands/command-service.js';
 import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { JobQueue } from '../queue/job-queue.js';
+import type { Outbox } from '../outbox/outbox.js';
+import type { OutboxRelay } from '../outbox/relay.js';
 import type { Database } from '../storage/driver/database.js';
 
 /** Everything the API and the workers share; built once per process by `buildServices`. */
@@ -19,6 +21,10 @@ export interface Services {
   db: Database;
   blobs: BlobStore;
   queue: JobQueue;
+  /** Where request paths put background work (in their transaction); never `queue.enqueue`. */
+  outbox: Outbox;
+  /** Moves outbox rows into the queues; started by every role (`startRuntime`). */
+  relay: OutboxRelay;
   metrics: Metrics;
   permissions: Permissions;
   /** Ownership decisions (own/all, owners on create); services go through it. */

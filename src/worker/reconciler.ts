@@ -11,6 +11,8 @@ const BATCH = 1000;
  * work that is still queued is a no-op.
  */
 export async function reconcile(s: Services, areas: readonly Area[]): Promise<Record<string, number>> {
+  // jobs committed while no relay ran (or whose notification was lost) go first
+  s.relay.wake();
   const counts: Record<string, number> = {};
   for (const area of areas) {
     if (!area.pending) continue;

@@ -34,9 +34,8 @@ describe('reconciler', () => {
       expect(res.status).toBe(200);
       cids.push(res.body.cid);
     }
-    // the jobs are in Redis...
-    const depths = await api.services.queue.depths();
-    expect(depths.commands.waiting).toBe(10);
+    // the jobs are in Redis (the outbox relay moves them right after each commit)...
+    await eventually(async () => ((await api.services.queue.depths()).commands.waiting === 10 ? true : undefined));
     // ...and now they are not
     expect(await dropQueues(api.prefix)).toBeGreaterThan(0);
     expect((await api.services.queue.depths()).commands.waiting).toBe(0);

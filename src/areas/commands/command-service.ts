@@ -3,7 +3,7 @@ import { SHARED, type Policy } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import type { CommandName } from '../../connectors/connector.js';
 import { conflict, notFound } from '../../errors/app-error.js';
-import type { JobQueue } from '../../queue/job-queue.js';
+import type { Outbox } from '../../outbox/outbox.js';
 import type { Database } from '../../storage/driver/database.js';
 import type { RepositoryService } from '../repository/repository-service.js';
 import { isAncestorOrSelf } from '../repository/entry-store.js';
@@ -15,14 +15,15 @@ import * as commands from './command-store.js';
 /**
  * Launching and reading repository commands. Launch checks what can be checked
  * now (rights, existence, the document-in-use rule), stores the command and
- * enqueues it; a worker runs it (command-runner.ts).
+ * its job in one transaction (the outbox: no wait on Redis); a worker runs it
+ * (command-runner.ts).
  */
 export class CommandService {
   constructor(
     private readonly db: Database,
     private readonly repo: RepositoryService,
     private readonly policy: Policy,
-    private readonly queue: JobQueue,
+    private readonly outbox: Outbox,
     private readonly expirySec: number,
   ) {}
 
@@ -72,9 +73,10 @@ export class CommandService {
       }
     }
     const cid = randomUUID();
-    await commands.insertCommand(this.db, { cid, sid, command, parameters: params as Record<string, unknown>, creator: p.user }, this.expirySec);
-    // If Redis is down now, the row is there and the reconciler enqueues it later.
-    await this.queue.enqueue('command.run', { cid, sid }).catch(() => undefined);
+    await this.db.transaction(async (tx) => {
+      await commands.insertCommand(tx, { cid, sid, command, parameters: params as Record<string, unknown>, creator: p.user }, this.expirySec);
+      await this.outbox.add(tx, 'command.run', { cid, sid });
+    });
     return { cid };
   }
 

@@ -5,8 +5,8 @@ import type { Principal } from '../../auth/principal.js';
 import type { Connector, RepositoryBackend } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
-import type { JobQueue } from '../../queue/job-queue.js';
-import { isSqlError, type Database } from '../../storage/driver/database.js';
+import type { Outbox } from '../../outbox/outbox.js';
+import { isSqlError, type Database, type Sql } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
@@ -62,7 +62,7 @@ export class RepositoryService {
     private readonly db: Database,
     private readonly registry: ConnectorRegistry,
     private readonly policy: Policy,
-    private readonly queue: JobQueue,
+    private readonly outbox: Outbox,
     private readonly maxUploadBytes: number,
   ) {}
 
@@ -219,9 +219,12 @@ export class RepositoryService {
     if (!connector.capabilities.repository?.contentWrite) throw notAcceptable('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
     await this.refuseIfInUse(sid, entry, 'cannot change the content');
     const written = await backend.writeContent(entry, source, this.maxUploadBytes);
-    const updated = await store.setContent(this.db, sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
-    await this.requestPreview(updated);
-    return updated;
+    // the new content and its preview job commit together
+    return this.db.transaction(async (tx) => {
+      const updated = await store.setContent(tx, sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
+      await this.requestPreview(updated, tx);
+      return updated;
+    });
   }
 
   async deleteContent(p: Principal, sid: string, uuid: string): Promise<void> {
@@ -236,10 +239,13 @@ export class RepositoryService {
     await store.setContent(this.db, sid, uuid, null);
   }
 
-  /** Queues a preview for the entry's current content (no-op without content). */
-  async requestPreview(entry: EntryRow): Promise<void> {
+  /**
+   * Asks for a preview of the entry's current content (no-op without content),
+   * through the outbox: pass the transaction that set the content.
+   */
+  async requestPreview(entry: EntryRow, tx: Sql = this.db): Promise<void> {
     if (entry.type !== 'document' || !entry.content_version) return;
-    await this.queue.enqueue('preview.render', { sid: entry.sid, uuid: entry.uuid, version: entry.content_version });
+    await this.outbox.add(tx, 'preview.render', { sid: entry.sid, uuid: entry.uuid, version: entry.content_version });
   }
 
   /** Document ids (of any service) not used by a task in status processing. */

@@ -14,12 +14,29 @@ export interface Sql {
   exec(text: string): Promise<void>;
 }
 
+/** The statements of one transaction. */
+export interface Tx extends Sql {
+  /** Calls `fn` once the transaction has committed (never after a rollback); its errors are ignored. */
+  afterCommit(fn: () => void): void;
+}
+
+/** True when `sql` is a transaction (it has `afterCommit`), not the autocommitting database. */
+export const isTx = (sql: Sql): sql is Tx => typeof (sql as Partial<Tx>).afterCommit === 'function';
+
 export interface Database extends Sql {
   readonly kind: 'postgres' | 'pglite';
   /** Runs `fn` in one transaction; rolls back when it throws. */
-  transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** Cheap round trip for readiness checks. */
   ping(): Promise<void>;
+  /**
+   * Calls `handler` with the payload of every NOTIFY on `channel` (a plain
+   * lower-case identifier), delivered when the notifying transaction commits.
+   * The connection it listens on reconnects by itself; after a reconnect the
+   * handler is called once with `null`, since notifications sent meanwhile are
+   * lost. Resolves once listening; the returned function stops it.
+   */
+  listen(channel: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -27,6 +44,17 @@ export interface Database extends Sql {
 export interface SqlError extends Error {
   code?: string;
   constraint?: string;
+}
+
+/** Runs after-commit callbacks; one that throws must not fail the committed transaction. */
+export function runAfterCommit(fns: readonly (() => void)[]): void {
+  for (const fn of fns) {
+    try {
+      fn();
+    } catch {
+      // the transaction is committed; a callback owns its own errors
+    }
+  }
 }
 
 export const isSqlError = (err: unknown, sqlstate: string): boolean =>

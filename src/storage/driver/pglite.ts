@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
-import type { Database, QueryResult, Sql } from './database.js';
+import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
 
 export interface PgliteOptions {
   /** Directory of the database files; undefined = in memory. */
@@ -24,19 +24,32 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
     exec: async (text) => {
       await db.exec(text);
     },
-    transaction: (fn) =>
-      db.transaction(async (tx) => {
-        const sql: Sql = {
+    async transaction(fn) {
+      const committed: (() => void)[] = [];
+      const result = await db.transaction(async (tx) => {
+        const sql: Tx = {
           query: async (text, params) => wrap(await tx.query(text, params as unknown[] | undefined)),
           exec: async (text) => {
             await tx.exec(text);
           },
+          afterCommit: (cb) => void committed.push(cb),
         };
         return fn(sql);
-      }),
+      });
+      runAfterCommit(committed);
+      return result;
+    },
     async ping() {
       await db.query('SELECT 1');
     },
+    // one process, one connection: nothing to lose, so never a reconnect (no `null`)
+    listen: (channel, handler) => db.listen(channel, (payload) => {
+      try {
+        handler(payload);
+      } catch {
+        // the handler owns its errors
+      }
+    }),
     close: () => db.close(),
   };
 }

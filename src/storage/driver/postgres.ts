@@ -1,5 +1,6 @@
 import pg from 'pg';
-import type { Database, QueryResult, Sql } from './database.js';
+import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
+import { pgListen } from './pg-listener.js';
 
 // bigint counts and sizes fit comfortably in a double here; keep them numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -54,6 +55,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     const res = await client.query({ name: params && params.length > 0 ? nameOf(text) : undefined, text, values: params as unknown[] | undefined });
     return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
   };
+  const listeners = new Set<() => Promise<void>>();
   return {
     kind: 'postgres',
     query: (text, params) => run(pool, text, params),
@@ -62,16 +64,19 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     },
     async transaction(fn) {
       const client = await pool.connect();
-      const tx: Sql = {
+      const committed: (() => void)[] = [];
+      const tx: Tx = {
         query: (text, params) => run(client, text, params),
         exec: async (text) => {
           await client.query(text);
         },
+        afterCommit: (cb) => void committed.push(cb),
       };
       try {
         await client.query('BEGIN');
         const result = await fn(tx);
         await client.query('COMMIT');
+        runAfterCommit(committed);
         return result;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {});
@@ -83,6 +88,19 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     async ping() {
       await pool.query('SELECT 1');
     },
-    close: () => pool.end(),
+    async listen(channel, handler) {
+      const stop = await pgListen(opts.url, channel, handler);
+      const once = async () => {
+        listeners.delete(once);
+        await stop();
+      };
+      listeners.add(once);
+      return once;
+    },
+    // a listener's own connection would otherwise outlive the pool (and keep the process alive)
+    async close() {
+      await Promise.all([...listeners].map((stop) => stop()));
+      await pool.end();
+    },
   };
 }

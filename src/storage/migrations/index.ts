@@ -1,5 +1,6 @@
 import { m001Init } from './001-init.js';
 import { m002RepoGenerations } from './002-repo-generations.js';
+import { m003Outbox } from './003-outbox.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
@@ -9,4 +10,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox];

@@ -1,0 +1,56 @@
+import type { Sql } from '../storage/driver/database.js';
+
+/** One job waiting to be moved into its queue. */
+export interface OutboxRow {
+  id: number;
+  name: string;
+  data: unknown;
+}
+
+/**
+ * Stores a job; with `leaseSec`, already claimed by the writing process's relay.
+ * Returns the row id, or undefined when the job was there already.
+ */
+export async function insertOutbox(sql: Sql, name: string, jobId: string, data: unknown, leaseSec: number | null): Promise<number | undefined> {
+  const { rows } = await sql.query<{ id: number }>(
+    `INSERT INTO outbox (name, job_id, data, claimed_until)
+     VALUES ($1, $2, $3, CASE WHEN $4::int IS NULL THEN NULL ELSE now() + make_interval(secs => $4::int) END)
+     ON CONFLICT (job_id) DO NOTHING RETURNING id`,
+    [name, jobId, JSON.stringify(data), leaseSec],
+  );
+  return rows[0]?.id;
+}
+
+/**
+ * Claims up to `limit` rows for `leaseSec`, oldest first. SKIP LOCKED lets
+ * several relays claim at once without waiting on each other or sharing a row;
+ * the lease (not a held transaction) keeps others off while the jobs are
+ * enqueued, so no database connection waits on Redis.
+ */
+export async function claimOutbox(sql: Sql, limit: number, leaseSec: number): Promise<OutboxRow[]> {
+  const { rows } = await sql.query<OutboxRow>(
+    `UPDATE outbox SET claimed_until = now() + make_interval(secs => $2)
+     WHERE id IN (
+       SELECT id FROM outbox WHERE claimed_until IS NULL OR claimed_until < now()
+       ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+     RETURNING id, name, data`,
+    [limit, leaseSec],
+  );
+  return rows.sort((a, b) => a.id - b.id);
+}
+
+/** Rows whose jobs are in their queues. */
+export async function deleteOutbox(sql: Sql, ids: readonly number[]): Promise<void> {
+  if (ids.length > 0) await sql.query('DELETE FROM outbox WHERE id = ANY($1::bigint[])', [ids]);
+}
+
+/** Rows whose enqueue failed: free for the next attempt (by any relay). */
+export async function releaseOutbox(sql: Sql, ids: readonly number[]): Promise<void> {
+  if (ids.length > 0) await sql.query('UPDATE outbox SET claimed_until = NULL WHERE id = ANY($1::bigint[])', [ids]);
+}
+
+/** Rows waiting (metrics, tests). */
+export async function outboxSize(sql: Sql): Promise<number> {
+  const { rows } = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox');
+  return rows[0]!.n;
+}

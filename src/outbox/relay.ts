@@ -1,0 +1,180 @@
+import type { Logger } from '../logging/logger.js';
+import type { JobQueue } from '../queue/job-queue.js';
+import { InvalidJobError, JOBS, type JobName } from '../queue/jobs.js';
+import type { Database } from '../storage/driver/database.js';
+import { claimOutbox, deleteOutbox, releaseOutbox, type OutboxRow } from './outbox-store.js';
+import type { LocalRelay } from './outbox.js';
+
+/** The channel migration 003's trigger notifies (payload: the schema). */
+export const OUTBOX_CHANNEL = 'wcr_outbox';
+
+export interface RelayOptions {
+  /** Rows claimed per round. */
+  batch?: number;
+  /** A pass this often catches anything a lost notification missed. */
+  sweepMs?: number;
+  /** How long a claim keeps other relays off (a crashed relay's rows come back after it). */
+  leaseSec?: number;
+  /** Longest wait for Redis to take one job before the round counts as failed. */
+  enqueueTimeoutMs?: number;
+  /** Longest pause between attempts while Redis is unreachable. */
+  maxBackoffMs?: number;
+}
+
+const DEFAULTS: Required<RelayOptions> = { batch: 100, sweepMs: 5000, leaseSec: 30, enqueueTimeoutMs: 2000, maxBackoffMs: 5000 };
+
+/**
+ * Moves outbox rows into their BullMQ queues. Woken by NOTIFY when a writing
+ * transaction commits (so a job reaches its queue within milliseconds), and by
+ * a sweep every few seconds. Any number of processes may relay at once: rows
+ * are claimed with SKIP LOCKED under a lease, enqueued with their derived ids
+ * (a duplicate add is a no-op), then deleted. With Redis down a round fails
+ * fast; the relay backs off, probing with one job at a time, and nothing else
+ * in the process waits for it.
+ */
+export class OutboxRelay implements LocalRelay {
+  private readonly opts: Required<RelayOptions>;
+  private running: Promise<void> | undefined;
+  private taken: OutboxRow[] = [];
+  private flushing: Promise<void> | undefined;
+  private again = false;
+  private started = false;
+  private stopped = false;
+  private failures = 0;
+  private unlisten: (() => Promise<void>) | undefined;
+  private sweep: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly queue: JobQueue,
+    private readonly log: Logger,
+    opts: RelayOptions = {},
+  ) {
+    this.opts = { ...DEFAULTS, ...opts };
+  }
+
+  async start(): Promise<void> {
+    const { rows } = await this.db.query<{ schema: string }>('SELECT current_schema() AS schema');
+    const schema = rows[0]!.schema;
+    // other schemas of the same database share the channel; null = the listener reconnected
+    this.unlisten = await this.db.listen(OUTBOX_CHANNEL, (payload) => {
+      if (payload === null || payload === schema) this.wake();
+    });
+    this.sweep = setInterval(() => this.wake(), this.opts.sweepMs);
+    this.sweep.unref();
+    this.started = true;
+    this.wake();
+  }
+
+  get takesRows(): boolean {
+    return this.started && !this.stopped && this.failures === 0 && !this.retry;
+  }
+
+  get leaseSec(): number {
+    return this.opts.leaseSec;
+  }
+
+  /** A row committed in this process, claimed for this relay at insert: enqueued at once, no claim round trip. */
+  take(row: OutboxRow): void {
+    this.taken.push(row);
+    this.flushing ??= this.flush().catch((err: unknown) => this.log.warn({ err }, 'outbox relay: handing over committed jobs failed; their claims lapse'));
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      // rows taken while one batch is in Redis's hands go in the next
+      while (this.taken.length > 0) {
+        const rows = this.taken.splice(0);
+        if ((await this.enqueue(rows)) > 0 && !this.retry) this.backOff();
+      }
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  /** Starts a round now, or right after the one running; while backing off, the retry timer decides. */
+  wake(): void {
+    if (!this.started || this.stopped || this.retry) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain()
+      .catch((err: unknown) => this.log.warn({ err }, 'outbox relay round failed; the sweep retries'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Resolves once no round is running (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.running || this.flushing) await Promise.all([this.running, this.flushing]);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.sweep);
+    clearTimeout(this.retry);
+    await this.unlisten?.().catch(() => undefined);
+    await this.idle();
+  }
+
+  /** Rounds until the outbox is empty or Redis fails. */
+  private async drain(): Promise<void> {
+    while (!this.stopped) {
+      // while Redis seems down, probe with one job rather than pile up adds waiting for it
+      const limit = this.failures > 0 ? 1 : this.opts.batch;
+      const rows = await claimOutbox(this.db, limit, this.opts.leaseSec);
+      if (rows.length === 0) return;
+      const failed = await this.enqueue(rows);
+      if (failed > 0) {
+        this.backOff();
+        return;
+      }
+      if (this.failures > 0) this.log.info('outbox relay: Redis takes jobs again');
+      this.failures = 0;
+      if (rows.length < limit) return;
+    }
+  }
+
+  /** Enqueues a claimed batch; done and invalid rows are deleted, failed ones released. Returns the failures. */
+  private async enqueue(rows: OutboxRow[]): Promise<number> {
+    const done: number[] = [];
+    const failed: number[] = [];
+    await Promise.all(rows.map(async (row) => {
+      // a job this version does not know is left claimed for a relay that does (the lease expires)
+      if (!Object.hasOwn(JOBS, row.name)) return;
+      try {
+        await this.queue.enqueue(row.name as JobName, row.data as never, { timeoutMs: this.opts.enqueueTimeoutMs });
+        done.push(row.id);
+      } catch (err) {
+        if (err instanceof InvalidJobError) {
+          // cannot succeed on any attempt: drop it rather than block the rows behind it
+          this.log.error({ err, id: row.id, name: row.name }, 'outbox row with an invalid payload dropped');
+          done.push(row.id);
+        } else {
+          failed.push(row.id);
+          if (this.failures === 0) this.log.warn({ err }, 'outbox relay cannot reach Redis; backing off');
+        }
+      }
+    }));
+    await deleteOutbox(this.db, done);
+    await releaseOutbox(this.db, failed);
+    return failed.length;
+  }
+
+  private backOff(): void {
+    this.failures++;
+    const delay = Math.min(250 * 2 ** (this.failures - 1), this.opts.maxBackoffMs);
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.wake();
+    }, delay);
+    this.retry.unref();
+  }
+}
