@@ -33,7 +33,7 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
   const blobs = new BlobStore(path.join(config.dataDir, 'blobs'));
   await blobs.init();
   const db = await openDatabase(config);
-  const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }) });
+  const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }), lockDurationMs: config.queues.lockDurationMs });
   try {
     const metrics = new Metrics(() => queue.depths());
     const permissions = new Permissions(config.auth);

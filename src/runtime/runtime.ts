@@ -74,7 +74,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   if (parts.workers) {
     workers = startWorkers(jobHandlers(s, AREAS), {
       url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
-      concurrency: config.queues.concurrency,
+      concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
       onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
     });
     log.debug('workers started; reconciling');
@@ -84,7 +84,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     void tick();
     timer = setInterval(tick, config.queues.reconcileIntervalMs);
     timer.unref();
-    void s.queue.schedule('housekeeping.run', {}, config.queues.housekeepingIntervalMs)
+    void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
       .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
     // connectors' own activity (intake) belongs to the worker side
     await s.registry.start();

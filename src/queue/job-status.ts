@@ -1,0 +1,48 @@
+import type { Job } from 'bullmq';
+
+/**
+ * Where a job derived from a database row stands in Redis, as the reconciler
+ * needs to know it:
+ *
+ * - `missing`: no job with that id (Redis wiped, or completed and removed);
+ * - `queued`: waiting, delayed or prioritized; `running`: active and locked;
+ * - `stalled`: active without a lock for longer than the lock duration (its
+ *   worker died and no stall check has moved it back yet);
+ * - `failed`: finished as failed, with `why`: `exhausted` (attempts used up),
+ *   `stalled` (BullMQ gave up after too many stalls: dead workers, not the
+ *   job's fault) or `permanent` (an `UnrecoverableError`: bad payload,
+ *   `PermanentJobError`);
+ * - `completed`: finished and still kept.
+ */
+export type JobStatus =
+  | { state: 'missing' | 'queued' | 'running' | 'completed' }
+  | { state: 'stalled'; reason: string }
+  | { state: 'failed'; why: 'exhausted' | 'stalled' | 'permanent'; reason: string };
+
+/** Classifies a job from its state, counters and lock (no message text is matched). */
+export async function jobStatus(job: Job | undefined, locked: () => Promise<boolean>, opts: { lockDurationMs: number; maxStalledCount: number }): Promise<JobStatus> {
+  if (!job) return { state: 'missing' };
+  const state = await job.getState();
+  switch (state) {
+    case 'unknown':
+      return { state: 'missing' };
+    case 'completed':
+      return { state: 'completed' };
+    case 'active': {
+      if (await locked()) return { state: 'running' };
+      // a lock renewal can lag a little behind; only a lock gone for a whole lock duration means a dead worker
+      const since = job.processedOn ?? job.timestamp;
+      return Date.now() - since > 2 * opts.lockDurationMs
+        ? { state: 'stalled', reason: 'its worker stopped without finishing it' }
+        : { state: 'running' };
+    }
+    case 'failed': {
+      const reason = job.failedReason || 'failed';
+      if (job.stalledCounter > opts.maxStalledCount) return { state: 'failed', why: 'stalled', reason };
+      if (job.attemptsMade >= (job.opts.attempts ?? 1)) return { state: 'failed', why: 'exhausted', reason };
+      return { state: 'failed', why: 'permanent', reason };
+    }
+    default:
+      return { state: 'queued' };
+  }
+}
