@@ -148,7 +148,7 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
   // offline queue, so a command while Redis is down fails at once instead of waiting.
   const pinger = new Redis(opts.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
   pinger.on('error', () => {});
-  const statusOpts = { lockDurationMs: opts.lockDurationMs ?? DEFAULT_LOCK_MS, maxStalledCount: MAX_STALLED_COUNT };
+  const statusOpts = { lockDurationMs: opts.lockDurationMs ?? DEFAULT_LOCK_MS };
   const add = async (name: JobName, payload: unknown, jobId: string, delay?: number) => {
     await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay, attempts: JOBS[name].attempts });
   };

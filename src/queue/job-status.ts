@@ -20,7 +20,7 @@ export type JobStatus =
   | { state: 'failed'; why: 'exhausted' | 'stalled' | 'permanent'; reason: string };
 
 /** Classifies a job from its state, counters and lock (no message text is matched). */
-export async function jobStatus(job: Job | undefined, locked: () => Promise<boolean>, opts: { lockDurationMs: number; maxStalledCount: number }): Promise<JobStatus> {
+export async function jobStatus(job: Job | undefined, locked: () => Promise<boolean>, opts: { lockDurationMs: number }): Promise<JobStatus> {
   if (!job) return { state: 'missing' };
   const state = await job.getState();
   switch (state) {
@@ -38,7 +38,11 @@ export async function jobStatus(job: Job | undefined, locked: () => Promise<bool
     }
     case 'failed': {
       const reason = job.failedReason || 'failed';
-      if (job.stalledCounter > opts.maxStalledCount) return { state: 'failed', why: 'stalled', reason };
+      // Any stall counts as "not the job's fault": workers with another maxStalledCount
+      // (an older deploy used BullMQ's 1) fail jobs after fewer stalls than ours.
+      // A job that stalled once and then failed for good is re-created a bounded
+      // number of times before its row is abandoned: the safe side.
+      if (job.stalledCounter > 0) return { state: 'failed', why: 'stalled', reason };
       if (job.attemptsMade >= (job.opts.attempts ?? 1)) return { state: 'failed', why: 'exhausted', reason };
       return { state: 'failed', why: 'permanent', reason };
     }

@@ -111,6 +111,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       if (parts.workers) await s.registry.stop();
       if (timer) clearInterval(timer);
       await workers?.close(config.server.shutdownTimeoutMs / 2);
+      s.metrics.stop();
       await s.queue.close();
       await s.db.close();
       log.info('stopped');
