@@ -21,7 +21,7 @@ export interface Cluster {
   auth: Record<string, string>;
   startWorker(): Promise<TestProcess>;
   /** JSON request to the api process. */
-  call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }>;
+  call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   close(): Promise<void>;
 }
 
