@@ -120,7 +120,7 @@ function repeatOf(when: Schedule): { pattern: string; tz?: string } | { every: n
     return { every: when.everyMs };
   }
   try {
-    CronExpressionParser.parse(when.cron, { tz: when.tz });
+    CronExpressionParser.parse(when.cron, { tz: when.tz }).next(); // next() checks the time zone too
   } catch (err) {
     throw new InvalidScheduleError(`invalid cron pattern "${when.cron}": ${(err as Error).message}`);
   }
