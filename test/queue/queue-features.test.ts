@@ -79,7 +79,8 @@ describe('workers', () => {
       }
       await eventually(async () => {
         const d = await q.depths();
-        return d.commands.waiting + d.commands.active + d.previews.waiting + d.previews.active === 0 ? true : undefined;
+        const left = [d.commands, d.previews].reduce((n, c) => n + (c.waiting ?? 0) + (c.active ?? 0), 0);
+        return left === 0 ? true : undefined;
       }, 30_000);
       expect(peak).toEqual({ commands: 3, previews: 1 });
     } finally {

@@ -109,7 +109,7 @@ describe('reconciler repairs', () => {
     expect((await client.request('PUT', `/v1/services/store/repo/${doc}/content`, { body: 'not an image', headers: { 'content-type': 'image/png' } })).status).toBe(204);
     await runOnce('previews', async () => {
       throw new UnrecoverableError('renderer refused');
-    }, async () => (await queue('previews').getJobCounts('failed')).failed >= 1);
+    }, async () => ((await queue('previews').getJobCounts('failed')).failed ?? 0) >= 1);
     // a second document whose version no job id can carry
     const other = (await client.post('/v1/services/store/repo', { name: 'q.png', type: 'document' })).body.uuid as string;
     await client.request('PUT', `/v1/services/store/repo/${other}/content`, { body: 'x', headers: { 'content-type': 'image/png' } });
