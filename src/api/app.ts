@@ -9,9 +9,12 @@ import { docsRoutes } from './docs/routes.js';
 import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
 import { authenticate } from './middleware/authenticate.js';
 import type { Area } from '../areas/area.js';
+import type { LongLivedResponses } from './long-lived.js';
 
 export interface AppState {
   shuttingDown: boolean;
+  /** Streams ended at shutdown (routes register through `keepOpen` in context.ts). */
+  longLived: LongLivedResponses;
 }
 
 /**
@@ -24,6 +27,10 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
   app.silent = true; // errors are logged by errorHandler, not by Koa's default printer
   app.use(observe(s.log, s.metrics));
   app.use(errorHandler(s.log));
+  app.use((ctx, next) => {
+    ctx.state.longLived = state.longLived;
+    return next();
+  });
   // Nothing matched (allowedMethods below turns a known path with another method into 405).
   app.use(async (ctx, next) => {
     await next();
