@@ -65,8 +65,8 @@ async function repair(s: Services, area: Area, job: PendingJob): Promise<'enqueu
       if (status.why === 'permanent') return abandon(status.reason);
       break;
   }
-  const reason = 'reason' in status ? status.reason : 'the job completed but its work is still pending';
-  const n = await countRecreation(s.db, jobIdFor(job.name, job.data as never), reason);
-  if (n > s.config.queues.maxRecreations) return abandon(`${reason} (re-created ${n - 1} times)`);
+  const n = await countRecreation(s.db, jobIdFor(job.name, job.data as never), status.instance, status.reason);
+  if (n === undefined) return undefined; // this run of the job was counted (and is being replaced) already
+  if (n > s.config.queues.maxRecreations) return abandon(`${status.reason} (re-created ${n - 1} times)`);
   return (await s.queue.recreate(job.name, job.data as never)) ? 'recreated' : undefined;
 }

@@ -19,7 +19,7 @@ const queue = (name: string) => {
 };
 
 beforeAll(async () => {
-  rt = await startTestRuntime({ parts: { api: true, workers: false }, overrides: { queues: { maxRecreations: 2 } } });
+  rt = await startTestRuntime({ parts: { api: true, workers: false }, overrides: { queues: { maxRecreations: 2, lockDurationMs: 1000 } } });
 });
 afterAll(async () => {
   for (const q of queues.values()) await q.close();
@@ -90,6 +90,38 @@ describe('reconciler repairs', () => {
     }
     // a row that is final is no longer looked at
     expect((await reconcile(rt.services, AREAS)).commands).toBeUndefined();
+  });
+
+  it('reconcilers of several processes replace one failed run of a job once, and count it once', async () => {
+    const cid = await launchDelete();
+    const jobId = `command.${cid}.run`;
+    const q = queue('commands');
+    await q.remove(jobId);
+    await q.add('command.run', { cid, sid: 'store' }, { jobId, attempts: 1 });
+    await runOnce('commands', async () => {
+      throw new Error('transient');
+    }, async () => (await q.getJobState(jobId)) === 'failed');
+    const passes = await Promise.all([1, 2, 3].map(() => reconcile(rt.services, AREAS)));
+    expect(passes.reduce((n, c) => n + (c.commands?.recreated ?? 0), 0)).toBe(1);
+    const { rows } = await rt.services.db.query<{ count: number }>('SELECT count FROM job_recreations WHERE job_id = $1', [jobId]);
+    expect(rows).toEqual([{ count: 1 }]);
+    expect(await q.getJobState(jobId)).toBe('waiting');
+  });
+
+  it('a job left active by a dead worker (no lock for two lock periods) is re-created', async () => {
+    const cid = await launchDelete();
+    const jobId = `command.${cid}.run`;
+    const q = queue('commands');
+    // a worker takes the job and dies: no more lock renewals, and no worker left to run stall checks
+    const w = new Worker('commands', () => new Promise(() => {}), { connection: { url: TEST_REDIS_URL, maxRetriesPerRequest: null }, prefix: rt.prefix, lockDuration: 1000, concurrency: 50 });
+    await eventually(async () => ((await q.getJobState(jobId)) === 'active' ? true : undefined), 30_000, 100);
+    await w.close(true);
+    expect((await reconcile(rt.services, AREAS)).commands).toBeUndefined(); // lock just lapsed: not yet
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await q.getJobState(jobId)).toBe('active');
+    // (jobs of earlier tests' pending rows died with that worker too)
+    expect((await reconcile(rt.services, AREAS)).commands?.recreated).toBeGreaterThanOrEqual(1);
+    expect(await q.getJobState(jobId)).toBe('waiting');
   });
 
   it('queued and running jobs are left alone; a missing one is enqueued (no re-creation counted)', async () => {

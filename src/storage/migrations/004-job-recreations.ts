@@ -14,6 +14,8 @@ export const m004JobRecreations: Migration = {
       job_id text PRIMARY KEY,
       count integer NOT NULL,
       last_reason text NOT NULL,
+      -- which run of the job was replaced last: reconcilers of several processes count it once
+      last_instance text NOT NULL,
       updated timestamptz NOT NULL DEFAULT now()
     );
   `,
