@@ -85,7 +85,14 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     log.debug('workers started; reconciling');
     // Neither waits for Redis: with Redis down the process still starts (readyz says
     // so) and the reconciler catches up once Redis is back.
-    const tick = () => reconcile(s, areas).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
+    // One pass at a time: a slow pass (Redis stalling) must not pile up behind the timer.
+    let passing = false;
+    const tick = async () => {
+      if (passing) return;
+      passing = true;
+      await reconcile(s, areas).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
+      passing = false;
+    };
     void tick();
     timer = setInterval(tick, config.queues.reconcileIntervalMs);
     timer.unref();
