@@ -76,6 +76,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   }
   let workers: WorkerPool | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let passing: Promise<void> | undefined;
   if (parts.workers) {
     workers = startWorkers(jobHandlers(s, areas), {
       url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
@@ -86,14 +87,12 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     // Neither waits for Redis: with Redis down the process still starts (readyz says
     // so) and the reconciler catches up once Redis is back.
     // One pass at a time: a slow pass (Redis stalling) must not pile up behind the timer.
-    let passing = false;
-    const tick = async () => {
-      if (passing) return;
-      passing = true;
-      await reconcile(s, areas).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
-      passing = false;
+    const tick = () => {
+      passing ??= reconcile(s, areas)
+        .then(() => undefined, (err: unknown) => log.warn({ err }, 'reconcile failed; will retry'))
+        .finally(() => (passing = undefined));
     };
-    void tick();
+    tick();
     timer = setInterval(tick, config.queues.reconcileIntervalMs);
     timer.unref();
     void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
@@ -125,6 +124,9 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       }
       if (parts.workers) await s.registry.stop();
       if (timer) clearInterval(timer);
+      // a reconcile pass in flight finishes before its queue and database close (bounded: with
+      // Redis gone its commands wait for a reconnection that may never come)
+      if (passing) await Promise.race([passing, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await workers?.close(config.server.shutdownTimeoutMs / 2);
       s.metrics.stop();
       await s.queue.close();
