@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidScheduleError, createJobQueue, obliterateQueues, startWorkers } from '../../src/queue/job-queue.js';
 import { createLogger } from '../../src/logging/logger.js';
@@ -119,6 +120,33 @@ describe('workers', () => {
       expect(Date.now() - t0).toBeLessThan(10_000);
     } finally {
       await workers.close();
+      await q.close();
+    }
+  });
+
+  it('abort the signal of a job whose lock was lost (another worker may run it now)', async () => {
+    const q = createJobQueue(opts);
+    const redis = new Redis(TEST_REDIS_URL);
+    let reason: unknown;
+    let started = false;
+    const workers = startWorkers({
+      'command.run': async ({ cid }, ctx) => {
+        if (cid !== uuid(400)) return; // jobs of the test before, retried after their abort
+        started = true;
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        reason = ctx.signal.reason;
+      },
+    }, { ...opts, concurrency: 1, lockDurationMs: 1000 });
+    try {
+      const id = await q.enqueue('command.run', { cid: uuid(400), sid: 'store' });
+      await eventually(async () => (started ? true : undefined), 20_000);
+      // the lock goes away behind the worker's back (expired while its event loop was blocked, taken over)
+      expect(await redis.del(`${prefix}:commands:${id}:lock`)).toBe(1);
+      await eventually(async () => (reason !== undefined ? true : undefined), 20_000);
+      expect(reason).toBe('lock lost');
+    } finally {
+      redis.disconnect();
+      await workers.close(1000);
       await q.close();
     }
   });
