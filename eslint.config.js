@@ -26,6 +26,7 @@ export default tseslint.config(
       'no-restricted-imports': ['error', {
         paths: [
           { name: 'bullmq', message: 'Only src/queue/ imports bullmq.' },
+          { name: 'ioredis', message: 'Only src/queue/ talks to Redis.' },
           { name: 'pg', message: 'Only src/storage/driver/ imports the database driver.' },
           { name: '@electric-sql/pglite', message: 'Only src/storage/driver/ imports the database driver.' },
         ],

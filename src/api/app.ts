@@ -11,9 +11,12 @@ import { docsRoutes } from './docs/routes.js';
 import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
 import { authenticate } from './middleware/authenticate.js';
 import type { Area } from '../areas/area.js';
+import type { LongLivedResponses } from './long-lived.js';
 
 export interface AppState {
   shuttingDown: boolean;
+  /** Streams ended at shutdown (routes register through `keepOpen` in context.ts). */
+  longLived: LongLivedResponses;
 }
 
 /**
@@ -28,6 +31,10 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
   app.use(nosniff());
   app.use(errorHandler(s.log));
   app.use(bodyTimeouts({ idleMs: s.config.server.bodyIdleTimeoutMs, totalMs: s.config.server.bodyTimeoutMs }));
+  app.use((ctx, next) => {
+    ctx.state.longLived = state.longLived;
+    return next();
+  });
   // Nothing matched (allowedMethods below turns a known path with another method into 405).
   app.use(async (ctx, next) => {
     await next();

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Principal } from '../auth/principal.js';
 import { badRequest } from '../errors/app-error.js';
 import type { RawQuery } from '../query/list-query.js';
+import type { LongLivedResponses } from './long-lived.js';
 
 /** Typed access to what middlewares put into `ctx.state`. */
 export function principal(ctx: Context): Principal {
@@ -29,4 +30,20 @@ export function uuidParam(ctx: Context, name: string): string {
 
 export function param(ctx: Context, name: string): string {
   return (ctx.params as Record<string, string>)[name] ?? '';
+}
+
+/**
+ * Marks this response as long-lived (an event stream): at shutdown `end` is
+ * called at once (write a last event, end the stream) instead of the server
+ * waiting for it. Forgotten when the client goes away.
+ */
+export function keepOpen(ctx: Context, end: () => void): void {
+  const registry = ctx.state.longLived as LongLivedResponses | undefined;
+  if (!registry) throw new Error('the app did not provide the long-lived registry');
+  const forget = registry.add(() => {
+    // once the last bytes are out, close the connection too: the server is going away
+    ctx.res.once('finish', () => ctx.req.socket.end());
+    end();
+  });
+  ctx.req.once('close', forget);
 }

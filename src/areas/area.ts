@@ -15,6 +15,9 @@ export type PendingJob = { [N in JobName]: { name: N; data: JobData<N> } }[JobNa
  *   by forgetting a line (open routes live outside the areas);
  * - `jobs`: the handlers of the area's jobs (declared in `src/queue/jobs.ts`);
  * - `pending`: reconcile source, the work the database says is pending;
+ * - `abandon`: fails a pending row for good, with a reason, when its job
+ *   cannot succeed (invalid payload, permanent error, re-created too often);
+ *   afterwards `pending` must no longer return it;
  * - `housekeeping`: periodic clean-up, run by the `housekeeping.run` job.
  */
 export interface Area {
@@ -23,5 +26,6 @@ export interface Area {
   v3?(s: Services): Router;
   jobs?(s: Services): JobHandlers;
   pending?(s: Services, limit: number): Promise<PendingJob[]>;
+  abandon?(s: Services, job: PendingJob, reason: string): Promise<void>;
   housekeeping?(s: Services): Promise<Record<string, number>>;
 }

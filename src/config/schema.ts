@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { QUEUE_NAMES } from '../queue/jobs.js';
 
 /** Rights a role may hold in an area. */
 export const ACTIONS = ['read', 'write', 'delete', 'act', 'impersonate'] as const;
@@ -30,6 +31,8 @@ const serviceSchema = z.strictObject({
   options: z.record(z.string(), z.unknown()).default({}),
 });
 export type ServiceConfig = z.infer<typeof serviceSchema>;
+
+const concurrency = z.coerce.number().int().min(1).max(64);
 
 const sidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'service ids are 1-63 letters, digits, "_" or "-"');
 
@@ -79,7 +82,15 @@ export const configSchema = z.strictObject({
     roles: z.record(z.string(), roleSchema),
   }),
   queues: z.strictObject({
-    concurrency: z.coerce.number().int().min(1).max(64).default(4),
+    /** Jobs run at once per queue per worker process: one number for all, or per queue with a default. */
+    concurrency: z.union([
+      z.strictObject({ default: concurrency.default(4), ...Object.fromEntries(QUEUE_NAMES.map((q) => [q, concurrency.optional()])) }),
+      concurrency,
+    ]).default(4),
+    /** How long a running job's lock lives without renewal; a dead worker's jobs run again after about twice this. */
+    lockDurationMs: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+    /** Times the reconciler re-creates a failed or stalled job whose row is still pending before it fails the row. */
+    maxRecreations: z.coerce.number().int().min(0).max(100).default(3),
     reconcileIntervalMs: z.coerce.number().int().min(1000).default(60_000),
     housekeepingIntervalMs: z.coerce.number().int().min(1000).default(300_000),
   }).prefault({}),

@@ -1,14 +1,27 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** Prometheus metrics of one process: HTTP durations, queue depths, job outcomes. */
+type Depths = Record<string, Record<string, number>>;
+
+/** How often queue depths are read from Redis, and how long one read may take. */
+const SAMPLE_MS = 5000;
+const SAMPLE_TIMEOUT_MS = 3000;
+
+/**
+ * Prometheus metrics of one process: HTTP durations, queue depths, job
+ * outcomes. Queue depths are sampled in the background and the scrape reads
+ * the last sample, so `/metrics` never waits on Redis (a Redis that is down
+ * leaves the last values and a stale `queue_depth_sample_age_seconds`).
+ */
 export class Metrics {
   readonly registry = new Registry();
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly jobOutcomes: Counter<'queue' | 'name' | 'outcome'>;
   readonly queueDepth: Gauge<'queue' | 'state'>;
   readonly partFilesRemoved: Counter<'where'>;
+  private last?: { at: number; depths: Depths };
+  private timer?: NodeJS.Timeout;
 
-  constructor(depths?: () => Promise<Record<string, Record<string, number>>>) {
+  constructor(private readonly depths?: () => Promise<Depths>) {
     collectDefaultMetrics({ register: this.registry });
     this.httpDuration = new Histogram({
       name: 'http_request_duration_seconds',
@@ -29,19 +42,47 @@ export class Metrics {
       labelNames: ['where'],
       registers: [this.registry],
     });
+    const lastSample = () => this.last;
     this.queueDepth = new Gauge({
       name: 'queue_jobs',
-      help: 'Jobs per queue and state, read from Redis at scrape time',
+      help: 'Jobs per queue and state, from the last background sample of Redis',
       labelNames: ['queue', 'state'],
       registers: [this.registry],
-      async collect() {
-        if (!depths) return;
-        const all = await depths().catch(() => undefined);
-        if (!all) return;
-        for (const [queue, states] of Object.entries(all)) {
+      collect() {
+        for (const [queue, states] of Object.entries(lastSample()?.depths ?? {})) {
           for (const [state, n] of Object.entries(states)) this.set({ queue, state }, n);
         }
       },
     });
+    new Gauge({
+      name: 'queue_depth_sample_age_seconds',
+      help: 'Age of the last queue depth sample (grows while Redis does not answer)',
+      registers: [this.registry],
+      collect() {
+        const last = lastSample();
+        if (last) this.set((Date.now() - last.at) / 1000);
+      },
+    });
+    if (depths) {
+      void this.sample();
+      this.timer = setInterval(() => void this.sample(), SAMPLE_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** Reads the depths once, bounded; a failure or timeout keeps the previous sample. */
+  private async sample(): Promise<void> {
+    let timeout: NodeJS.Timeout | undefined;
+    const depths = await Promise.race([
+      this.depths!().catch(() => undefined),
+      new Promise<undefined>((resolve) => (timeout = setTimeout(() => resolve(undefined), SAMPLE_TIMEOUT_MS).unref())),
+    ]);
+    clearTimeout(timeout);
+    if (depths) this.last = { at: Date.now(), depths };
+  }
+
+  /** Stops sampling (shutdown). */
+  stop(): void {
+    clearInterval(this.timer);
   }
 }

@@ -1,12 +1,21 @@
-import { Queue, Worker, UnrecoverableError, type Job, type ConnectionOptions } from 'bullmq';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { Logger } from '../logging/logger.js';
-import {
-  JOBS, QUEUE_NAMES, jobIdFor, parseJob, InvalidJobError, PermanentJobError,
-  type JobData, type JobHandlers, type JobName, type QueueName,
-} from './jobs.js';
+import { CronExpressionParser } from 'cron-parser';
+import { jobStatus } from './job-status.js';
+import { JOBS, QUEUE_NAMES, jobIdFor, parseJob, type JobData, type JobName, type QueueName } from './jobs.js';
+import { DEFAULT_LOCK_MS, connectionOf, connectedWithin, outageLogger, within, type QueueOptions } from './redis-connection.js';
 
-/** The only module that imports bullmq; the rest of the runtime sees these interfaces. */
+import type { JobStatus } from './job-status.js';
+
+// The queue's public face, with the workers (worker-pool.ts) as its other half.
+export type { JobStatus } from './job-status.js';
+export { MAX_STALLED_COUNT, type QueueOptions } from './redis-connection.js';
+export { startWorkers, type ConcurrencyMap, type JobOutcome, type WorkerOptions, type WorkerPool } from './worker-pool.js';
+
+/** When a scheduled job runs: a cron pattern (5 or 6 fields, seconds first; optional time zone) or a fixed interval. */
+export type Schedule = { cron: string; tz?: string } | { everyMs: number };
+
+/** The queue seam: src/queue/ alone imports bullmq and ioredis; the rest of the runtime sees these interfaces. */
 export interface JobQueue {
   /**
    * Validates and enqueues; the job id derives from the payload (idempotent).
@@ -15,22 +24,30 @@ export interface JobQueue {
    * still land later, which the derived id makes harmless.
    */
   enqueue<N extends JobName>(name: N, data: JobData<N>, opts?: { delayMs?: number; timeoutMs?: number }): Promise<string>;
-  /** Runs `name` every `everyMs` on one worker of the fleet (BullMQ job scheduler). */
-  schedule<N extends JobName>(name: N, data: JobData<N>, everyMs: number): Promise<void>;
-  /** Waiting/active/delayed/failed counts per queue (metrics). */
+  /** Where the job derived from this payload stands (reconciler). */
+  inspect<N extends JobName>(name: N, data: JobData<N>): Promise<JobStatus>;
+  /**
+   * Removes whatever job holds the derived id (failed, completed, stalled) and
+   * enqueues it afresh, with all its attempts. False when the job is locked by
+   * a live worker after all (nothing changed).
+   */
+  recreate<N extends JobName>(name: N, data: JobData<N>): Promise<boolean>;
+  /**
+   * Runs `name` with `data` on the schedule, on one worker of the fleet (a
+   * BullMQ job scheduler whose id is the derived job id: scheduling the same
+   * payload again replaces its schedule).
+   */
+  schedule<N extends JobName>(name: N, data: JobData<N>, when: Schedule): Promise<void>;
+  /** Removes the schedule `schedule(name, data, …)` made; false when there was none. */
+  unschedule<N extends JobName>(name: N, data: JobData<N>): Promise<boolean>;
+  /** Waiting/active/delayed/failed counts per queue (metrics; waits on Redis, so callers bound it). */
   depths(): Promise<Record<QueueName, Record<string, number>>>;
+  /** Round trip to Redis; fails at once when not connected (never queues). */
   ping(): Promise<void>;
+  /** Whether the connection to Redis is up now (readiness, without a round trip). */
+  connected(): boolean;
   close(): Promise<void>;
 }
-
-export interface WorkerPool {
-  /** Lets running jobs finish (up to `timeoutMs`), then stops. */
-  close(timeoutMs?: number): Promise<void>;
-}
-
-/** Resolves with the promise, or after `ms` (a close must not hang on a Redis that is gone). */
-const within = (p: Promise<unknown>, ms: number): Promise<unknown> =>
-  Promise.race([p.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 
 /** Redis did not take a job in time (see `JobQueue.enqueue`'s `timeoutMs`). */
 export class QueueUnavailableError extends Error {
@@ -47,28 +64,9 @@ function bounded<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
-/** Logs a connection error once per outage instead of on every retry. */
-function outageLogger(log: Logger, what: Record<string, unknown>) {
-  let down = false;
-  return {
-    error(err: Error) {
-      if (down) return;
-      down = true;
-      log.warn({ err, ...what }, 'Redis connection lost; retrying');
-    },
-    ready() {
-      if (down) log.info(what, 'Redis connection back');
-      down = false;
-    },
-  };
-}
-
-export type JobOutcome = 'completed' | 'failed' | 'retried';
-
-export interface QueueOptions {
-  url: string;
-  prefix: string;
-  log: Logger;
+/** Thrown by `schedule` for a pattern or interval BullMQ refuses. */
+export class InvalidScheduleError extends Error {
+  override readonly name = 'InvalidScheduleError';
 }
 
 const DEFAULT_JOB_OPTS = {
@@ -79,8 +77,18 @@ const DEFAULT_JOB_OPTS = {
   removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
 };
 
-function connectionOf(url: string): ConnectionOptions {
-  return { url, maxRetriesPerRequest: null, enableOfflineQueue: true };
+/** Checks the schedule before Redis sees it, with the cron parser BullMQ itself uses. */
+function repeatOf(when: Schedule): { pattern: string; tz?: string } | { every: number } {
+  if ('everyMs' in when) {
+    if (!Number.isInteger(when.everyMs) || when.everyMs < 1) throw new InvalidScheduleError(`everyMs must be a positive integer, not ${when.everyMs}`);
+    return { every: when.everyMs };
+  }
+  try {
+    CronExpressionParser.parse(when.cron, { tz: when.tz }).next(); // next() checks the time zone too
+  } catch (err) {
+    throw new InvalidScheduleError(`invalid cron pattern "${when.cron}": ${(err as Error).message}`);
+  }
+  return { pattern: when.cron, tz: when.tz };
 }
 
 export function createJobQueue(opts: QueueOptions): JobQueue {
@@ -96,19 +104,46 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     }
     return q;
   };
-  const pinger = new Redis(opts.url, { maxRetriesPerRequest: 1, lazyConnect: true, enableOfflineQueue: false, connectTimeout: 2000 });
+  // Kept connected (reconnecting on its own) so readiness reads its state; no
+  // offline queue, so a command while Redis is down fails at once instead of waiting.
+  const pinger = new Redis(opts.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
   pinger.on('error', () => {});
+  const statusOpts = { lockDurationMs: opts.lockDurationMs ?? DEFAULT_LOCK_MS };
+  const add = async (name: JobName, payload: unknown, jobId: string, delay?: number) => {
+    await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay, attempts: JOBS[name].attempts });
+  };
   return {
     async enqueue(name, data, enqueueOpts) {
       const payload = parseJob(name, data);
       const jobId = jobIdFor(name, payload);
-      const added = queueFor(JOBS[name].queue).add(name, payload, { jobId, delay: enqueueOpts?.delayMs, attempts: JOBS[name].attempts });
+      const added = add(name, payload, jobId, enqueueOpts?.delayMs);
       await (enqueueOpts?.timeoutMs === undefined ? added : bounded(added, enqueueOpts.timeoutMs));
       return jobId;
     },
-    async schedule(name, data, everyMs) {
+    async inspect(name, data) {
+      const q = queueFor(JOBS[name].queue);
+      const jobId = jobIdFor(name, parseJob(name, data));
+      const job = await q.getJob(jobId);
+      return jobStatus(job, async () => {
+        await connectedWithin(pinger, 5000); // the reconciler's first pass may come before this connection is up
+        return (await pinger.exists(`${q.toKey(jobId)}:lock`)) === 1;
+      }, statusOpts);
+    },
+    async recreate(name, data) {
       const payload = parseJob(name, data);
-      await queueFor(JOBS[name].queue).upsertJobScheduler(jobIdFor(name, payload), { every: everyMs }, { name, data: payload });
+      const jobId = jobIdFor(name, payload);
+      // 0 = locked by a live worker (or one of its dependencies is): leave it alone
+      if ((await queueFor(JOBS[name].queue).remove(jobId)) === 0 && (await queueFor(JOBS[name].queue).getJob(jobId))) return false;
+      await add(name, payload, jobId);
+      return true;
+    },
+    async schedule(name, data, when) {
+      const payload = parseJob(name, data);
+      await queueFor(JOBS[name].queue).upsertJobScheduler(jobIdFor(name, payload), repeatOf(when), { name, data: payload });
+    },
+    async unschedule(name, data) {
+      const payload = parseJob(name, data);
+      return queueFor(JOBS[name].queue).removeJobScheduler(jobIdFor(name, payload));
     },
     async depths() {
       const out = {} as Record<QueueName, Record<string, number>>;
@@ -118,75 +153,12 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       return out;
     },
     async ping() {
-      if (pinger.status === 'wait' || pinger.status === 'end') await pinger.connect().catch(() => {});
       await pinger.ping();
     },
+    connected: () => pinger.status === 'ready',
     async close() {
       await Promise.all([...queues.values()].map((q) => within(q.close(), 5000)));
       pinger.disconnect();
-    },
-  };
-}
-
-export interface WorkerOptions extends QueueOptions {
-  concurrency: number;
-  /** Called after every attempt (metrics). */
-  onOutcome?: (queue: QueueName, name: string, outcome: JobOutcome) => void;
-}
-
-/** Starts one BullMQ worker per queue that has handlers; payloads are validated before handlers see them. */
-export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): WorkerPool {
-  const workers: Worker[] = [];
-  for (const queue of QUEUE_NAMES) {
-    const names = (Object.keys(JOBS) as JobName[]).filter((n) => JOBS[n].queue === queue && handlers[n]);
-    if (names.length === 0) continue;
-    const worker = new Worker(
-      queue,
-      async (job: Job) => {
-        const name = job.name as JobName;
-        const handler = handlers[name] as ((d: unknown, c: unknown) => Promise<void>) | undefined;
-        if (!handler) throw new UnrecoverableError(`no handler for job ${job.name}`);
-        let data: unknown;
-        try {
-          data = parseJob(name, job.data);
-        } catch (err) {
-          if (err instanceof InvalidJobError) throw new UnrecoverableError(err.message);
-          throw err;
-        }
-        const attempts = job.opts.attempts ?? 1;
-        try {
-          await handler(data, {
-            attempt: job.attemptsMade + 1,
-            finalAttempt: job.attemptsMade + 1 >= attempts,
-            progress: (value: number | Record<string, unknown>) => job.updateProgress(value),
-          });
-        } catch (err) {
-          if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);
-          throw err;
-        }
-      },
-      { connection: connectionOf(opts.url), prefix: opts.prefix, concurrency: opts.concurrency, autorun: true },
-    );
-    worker.on('completed', (job) => opts.onOutcome?.(queue, job.name, 'completed'));
-    worker.on('failed', (job, err) => {
-      if (!job) return;
-      const final = job.attemptsMade >= (job.opts.attempts ?? 1) || err instanceof UnrecoverableError;
-      opts.onOutcome?.(queue, job.name, final ? 'failed' : 'retried');
-      opts.log[final ? 'error' : 'warn']({ err, queue, job: job.id, attempt: job.attemptsMade }, final ? 'job failed' : 'job attempt failed; will retry');
-    });
-    const outage = outageLogger(opts.log, { queue, worker: true });
-    worker.on('error', (err) => outage.error(err));
-    worker.on('ready', () => outage.ready());
-    workers.push(worker);
-  }
-  return {
-    // Worker.close() waits for running jobs to finish: drain before Redis goes away.
-    // Bounded, so that a Redis that is gone cannot hold the shutdown forever.
-    close: async (timeoutMs = 20_000) => {
-      await Promise.all(workers.map(async (w) => {
-        await within(w.close(), timeoutMs);
-        await within(w.close(true), 1000); // no-op when the graceful close finished
-      }));
     },
   };
 }

@@ -37,7 +37,7 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
   const swept = await blobs.init();
   if (swept.removed > 0) log.info({ removed: swept.removed, bytes: swept.bytes, dir: 'blobs/tmp' }, 'removed part files left by stopped processes');
   const db = await openDatabase(config);
-  const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }) });
+  const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }), lockDurationMs: config.queues.lockDurationMs });
   try {
     const metrics = new Metrics(() => queue.depths());
     metrics.partFilesRemoved.inc({ where: 'blobs' }, swept.removed);

@@ -7,6 +7,8 @@ import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { reconcile } from '../worker/reconciler.js';
 import { AREAS } from '../areas/index.js';
+import type { Area } from '../areas/area.js';
+import { LongLivedResponses } from '../api/long-lived.js';
 import { buildServices, httpOrigin } from './build-services.js';
 import type { Services } from './services.js';
 
@@ -15,6 +17,8 @@ export interface RuntimeParts {
   api: boolean;
   /** Run queue workers, the reconciler and scheduled housekeeping. */
   workers: boolean;
+  /** The areas to serve and run (default: all of `AREAS`; tests add their own). */
+  areas?: readonly Area[];
 }
 
 export interface Runtime {
@@ -60,7 +64,8 @@ function listen(server: http.Server, port: number, host: string): Promise<number
  * stop intake, drain workers, close queues, then the database.
  */
 export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: Logger): Promise<Runtime> {
-  const state: AppState = { shuttingDown: false };
+  const state: AppState = { shuttingDown: false, longLived: new LongLivedResponses() };
+  const areas = parts.areas ?? AREAS;
   let server: http.Server | undefined;
   let port = config.server.port;
   if (parts.api) {
@@ -90,26 +95,32 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   }
   if (server) {
     server.off('request', starting);
-    server.on('request', createApp(s, state, AREAS).callback());
+    server.on('request', createApp(s, state, areas).callback());
     const origin = httpOrigin(config.server.host, port);
     log.info({ url: `${origin}/v1`, docs: `${origin}/docs` }, 'API listening');
   }
   let workers: WorkerPool | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let passing: Promise<void> | undefined;
   if (parts.workers) {
-    workers = startWorkers(jobHandlers(s, AREAS), {
+    workers = startWorkers(jobHandlers(s, areas), {
       url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
-      concurrency: config.queues.concurrency,
+      concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
       onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
     });
     log.debug('workers started; reconciling');
     // Neither waits for Redis: with Redis down the process still starts (readyz says
     // so) and the reconciler catches up once Redis is back.
-    const tick = () => reconcile(s, AREAS).catch((err: unknown) => log.warn({ err }, 'reconcile failed; will retry'));
-    void tick();
+    // One pass at a time: a slow pass (Redis stalling) must not pile up behind the timer.
+    const tick = () => {
+      passing ??= reconcile(s, areas)
+        .then(() => undefined, (err: unknown) => log.warn({ err }, 'reconcile failed; will retry'))
+        .finally(() => (passing = undefined));
+    };
+    tick();
     timer = setInterval(tick, config.queues.reconcileIntervalMs);
     timer.unref();
-    void s.queue.schedule('housekeeping.run', {}, config.queues.housekeepingIntervalMs)
+    void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
       .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
     // connectors' own activity (intake) belongs to the worker side
     await s.registry.start();
@@ -126,6 +137,9 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
         // shutdown budget the remaining connections (stalled clients) are cut.
         const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
         server.closeIdleConnections();
+        // Streams never finish on their own: end them now instead of after the grace period.
+        const streams = state.longLived.endAll();
+        if (streams > 0) log.info({ streams }, 'ended long-lived responses');
         const grace = setTimeout(() => {
           log.warn('connections still open after the grace period; closing them');
           server!.closeAllConnections();
@@ -135,8 +149,12 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       }
       if (parts.workers) await s.registry.stop();
       if (timer) clearInterval(timer);
+      // a reconcile pass in flight finishes before its queue and database close (bounded: with
+      // Redis gone its commands wait for a reconnection that may never come)
+      if (passing) await Promise.race([passing, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await workers?.close(config.server.shutdownTimeoutMs / 2);
       await s.relay.stop();
+      s.metrics.stop();
       await s.queue.close();
       await s.db.close();
       log.info('stopped');

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/api/app.js';
+import { LongLivedResponses } from '../../src/api/long-lived.js';
 import type { Area } from '../../src/areas/area.js';
 import { AREAS } from '../../src/areas/index.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -23,7 +24,7 @@ let server: http.Server;
 let base: string;
 beforeAll(async () => {
   rt = await startTestRuntime({ parts: { api: true, workers: false } });
-  server = http.createServer(createApp(rt.services, { shuttingDown: false }, [...AREAS, careless]).callback());
+  server = http.createServer(createApp(rt.services, { shuttingDown: false, longLived: new LongLivedResponses() }, [...AREAS, careless]).callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

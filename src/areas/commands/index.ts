@@ -1,6 +1,6 @@
 import type { Area } from '../area.js';
 import { CommandRunner } from './command-runner.js';
-import { deleteExpired, pendingCommands } from './command-store.js';
+import { deleteExpired, pendingCommands, transition } from './command-store.js';
 import { commandRoutes } from './routes.js';
 
 /** Asynchronous repository commands: launch, run in a worker, status delivered once. */
@@ -18,6 +18,11 @@ export const commandsArea: Area = {
   },
   async pending(s, limit) {
     return (await pendingCommands(s.db, limit)).map((data) => ({ name: 'command.run' as const, data }));
+  },
+  async abandon(s, job, reason) {
+    if (job.name !== 'command.run') return;
+    const error = { code: 'JOB_ABANDONED', message: `the command could not be run: ${reason}`.slice(0, 500) };
+    await s.db.transaction((tx) => transition(tx, job.data.cid, 'failure', { error, expirySec: s.config.commands.expirySec }));
   },
   async housekeeping(s) {
     return { expiredCommands: await deleteExpired(s.db) };

@@ -25,6 +25,12 @@ export const repositoryArea: Area = {
   async pending(s, limit) {
     return (await pendingPreviews(s.db, limit)).map((data) => ({ name: 'preview.render' as const, data }));
   },
+  async abandon(s, job, reason) {
+    if (job.name !== 'preview.render') return;
+    const { sid, uuid, version } = job.data;
+    // recorded like a render that failed for good: the preview answers with the reason, not "not ready" forever
+    await setPreview(s.db, sid, uuid, version, { preview: null, thumb: null, error: `no preview could be made: ${reason}`.slice(0, 500) });
+  },
   async housekeeping(s) {
     const parts = await s.blobs.sweepParts();
     if (parts.removed > 0) s.metrics.partFilesRemoved.inc({ where: 'blobs' }, parts.removed);

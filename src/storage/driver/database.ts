@@ -27,6 +27,12 @@ export interface Database extends Sql {
   readonly kind: 'postgres' | 'pglite';
   /** Runs `fn` in one transaction; rolls back when it throws. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` on one connection outside any transaction: session-level
+   * advisory locks, and statements that refuse a transaction block
+   * (`CREATE INDEX CONCURRENTLY`). `fn` must leave no transaction open.
+   */
+  session<T>(fn: (conn: Sql) => Promise<T>): Promise<T>;
   /** Cheap round trip for readiness checks. */
   ping(): Promise<void>;
   /**

@@ -39,6 +39,13 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
       runAfterCommit(committed);
       return result;
     },
+    // one connection: the session is the database itself
+    session: (fn) => fn({
+      query: async (text, params) => wrap(await db.query(text, params as unknown[] | undefined)),
+      exec: async (text) => {
+        await db.exec(text);
+      },
+    }),
     async ping() {
       await db.query('SELECT 1');
     },

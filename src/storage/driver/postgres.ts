@@ -85,6 +85,23 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
         client.release();
       }
     },
+    async session(fn) {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        return await fn({
+          query: (text, params) => run(client, text, params),
+          exec: async (text) => {
+            await client.query(text);
+          },
+        });
+      } catch (err) {
+        broken = true; // a connection left mid-transaction or holding session locks must not go back to the pool
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
     async ping() {
       await pool.query('SELECT 1');
     },

@@ -1,13 +1,23 @@
 import { m001Init } from './001-init.js';
 import { m002RepoGenerations } from './002-repo-generations.js';
 import { m003Outbox } from './003-outbox.js';
+import { m004JobRecreations } from './004-job-recreations.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
   id: number;
   name: string;
   sql: string;
+  /**
+   * `false` runs `sql` outside a transaction, for statements that refuse one
+   * (`CREATE INDEX CONCURRENTLY` on a large table). Such a migration must be a
+   * single statement. If it fails half-way nothing is recorded and the next
+   * start runs it again; a failed `CREATE INDEX CONCURRENTLY` leaves an
+   * INVALID index behind that an operator drops first. Default: one
+   * transaction together with its bookkeeping row.
+   */
+  transaction?: boolean;
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations];

@@ -1,0 +1,106 @@
+import { Worker, UnrecoverableError, type Job } from 'bullmq';
+import {
+  JOBS, QUEUE_NAMES, parseJob, InvalidJobError, PermanentJobError,
+  type JobContext, type JobHandlers, type JobName, type QueueName,
+} from './jobs.js';
+import { DEFAULT_LOCK_MS, MAX_STALLED_COUNT, connectionOf, outageLogger, within, type QueueOptions } from './redis-connection.js';
+
+/**
+ * The workers of one process. Each handler gets an `AbortSignal` in its
+ * context, aborted when the job is cancelled (`cancel`), its lock is lost (so
+ * another worker may take it over), or the pool closes and the job is still
+ * running after the drain period.
+ */
+export interface WorkerPool {
+  /**
+   * Asks the handler of a job running in this process to stop (its signal is
+   * aborted with `reason`); false when this process does not run it. A fleet-wide
+   * cancel (task abort) publishes the job id to every pool, which calls this.
+   */
+  cancel(jobId: string, reason?: string): boolean;
+  /** Lets running jobs finish (up to `timeoutMs`), aborts the rest, then stops. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+/** What one attempt came to (metrics). */
+export type JobOutcome = 'completed' | 'failed' | 'retried';
+
+export interface WorkerOptions extends QueueOptions {
+  /** Jobs run at once per queue: a number for every queue, or per queue with a `default`. */
+  concurrency: number | ConcurrencyMap;
+  /** Called after every attempt (metrics). */
+  onOutcome?: (queue: QueueName, name: string, outcome: JobOutcome) => void;
+}
+
+/** Concurrency per queue name; queues not named take `default`. */
+export type ConcurrencyMap = { default: number } & Partial<Record<QueueName, number>>;
+
+const concurrencyOf = (c: number | ConcurrencyMap, queue: QueueName): number =>
+  typeof c === 'number' ? c : (c[queue] ?? c.default);
+
+/** Starts one BullMQ worker per queue that has handlers; payloads are validated before handlers see them. */
+export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): WorkerPool {
+  const workers: Worker[] = [];
+  const lockDuration = opts.lockDurationMs ?? DEFAULT_LOCK_MS;
+  for (const queue of QUEUE_NAMES) {
+    const names = (Object.keys(JOBS) as JobName[]).filter((n) => JOBS[n].queue === queue && handlers[n]);
+    if (names.length === 0) continue;
+    // three parameters: BullMQ then gives each job an AbortSignal (cancelJob, cancelAllJobs)
+    const processor = async (job: Job, _token: string | undefined, signal: AbortSignal | undefined) => {
+      const name = job.name as JobName;
+      const handler = handlers[name] as ((d: unknown, c: JobContext) => Promise<void>) | undefined;
+      if (!handler) throw new UnrecoverableError(`no handler for job ${job.name}`);
+      let data: unknown;
+      try {
+        data = parseJob(name, job.data);
+      } catch (err) {
+        if (err instanceof InvalidJobError) throw new UnrecoverableError(err.message);
+        throw err;
+      }
+      const attempts = job.opts.attempts ?? 1;
+      try {
+        await handler(data, {
+          attempt: job.attemptsMade + 1,
+          finalAttempt: job.attemptsMade + 1 >= attempts,
+          signal: signal ?? new AbortController().signal,
+          progress: (value: number | Record<string, unknown>) => job.updateProgress(value),
+        });
+      } catch (err) {
+        if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);
+        throw err;
+      }
+    };
+    const worker = new Worker(queue, processor, {
+      connection: connectionOf(opts.url), prefix: opts.prefix, concurrency: concurrencyOf(opts.concurrency, queue), autorun: true,
+      lockDuration, stalledInterval: lockDuration, maxStalledCount: MAX_STALLED_COUNT,
+    });
+    worker.on('completed', (job) => opts.onOutcome?.(queue, job.name, 'completed'));
+    worker.on('failed', (job, err) => {
+      if (!job) return;
+      const final = job.attemptsMade >= (job.opts.attempts ?? 1) || err instanceof UnrecoverableError;
+      opts.onOutcome?.(queue, job.name, final ? 'failed' : 'retried');
+      opts.log[final ? 'error' : 'warn']({ err, queue, job: job.id, attempt: job.attemptsMade }, final ? 'job failed' : 'job attempt failed; will retry');
+    });
+    // Another worker may take the job over once its lock is gone: the handler should stop.
+    worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const id of jobIds) worker.cancelJob(id, 'lock lost');
+    });
+    const outage = outageLogger(opts.log, { queue, worker: true });
+    worker.on('error', (err) => outage.error(err));
+    worker.on('ready', () => outage.ready());
+    workers.push(worker);
+  }
+  return {
+    cancel: (jobId, reason = 'cancelled') => workers.some((w) => w.cancelJob(jobId, reason)),
+    // Worker.close() waits for running jobs to finish: drain before Redis goes away.
+    // Bounded, so that a Redis that is gone cannot hold the shutdown forever; jobs
+    // still running then are asked to stop (their signal) and given a moment.
+    close: async (timeoutMs = 20_000) => {
+      await Promise.all(workers.map(async (w) => {
+        await within(w.close(), timeoutMs);
+        w.cancelAllJobs('shutdown');
+        await within(w.close(true), 1000); // no-op when the graceful close finished
+      }));
+    },
+  };
+}
