@@ -4,12 +4,14 @@ import type { Permissions } from '../../auth/permissions.js';
 import { isOwn, type Principal } from '../../auth/principal.js';
 import type { Connector, RepositoryBackend } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
-import { AppError, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
+import { AppError, badRequest, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { JobQueue } from '../../queue/job-queue.js';
-import { isSqlError, type Database } from '../../storage/driver/database.js';
+import { isSqlError, type Database, type Sql } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/list-query.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
+import { metadataProblem } from './metadata-rules.js';
+import { transactionWithUndo, type OnRollback } from './undoable.js';
 
 export interface EntryInput {
   name: string;
@@ -45,9 +47,20 @@ function checkName(name: string): void {
 }
 
 const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
 function translate(err: unknown): never {
   if (isSqlError(err, UNIQUE_VIOLATION)) throw conflict('NAME_EXISTS', 'an entry with this name already exists in the collection');
+  // the parent collection was deleted while the entry was being created in it
+  if (isSqlError(err, FOREIGN_KEY_VIOLATION)) throw notFound('ENTRY_NOT_FOUND', 'the collection no longer exists');
   throw err;
+}
+
+/** 400 unless merged metadata (a PATCH adds to what is stored) can still be stored. */
+function checkMergedMetadata(metadata: Record<string, unknown>): void {
+  const problem = metadataProblem(metadata);
+  if (!problem) return;
+  const path = ['body', 'metadata', ...problem.path.map(String)].join('.');
+  throw badRequest('VALIDATION_FAILED', `the body is invalid: ${problem.message}`, { issues: [{ path, message: problem.message }] });
 }
 
 /**
@@ -56,6 +69,10 @@ function translate(err: unknown): never {
  * and the backend's objects in step. Routes call this; it never sees HTTP.
  */
 export class RepositoryService {
+  private readonly syncs = new Map<string, Promise<void>>();
+  /** Syncs started since the process began; concurrent listings of one collection share one (see `sync`). */
+  syncsStarted = 0;
+
   constructor(
     private readonly db: Database,
     private readonly registry: ConnectorRegistry,
@@ -101,8 +118,7 @@ export class RepositoryService {
   async children(p: Principal, sid: string, uuid: string, q: ListQuery): Promise<{ parent: EntryRow; rows: EntryRow[] }> {
     const parent = await this.get(p, sid, uuid);
     if (parent.type !== 'collection') throw notFound('NOT_A_COLLECTION', `entry ${uuid} is not a collection`, { uuid });
-    const { backend } = this.backend(sid);
-    if (backend.sync) await this.db.transaction((tx) => backend.sync!(tx, parent, false));
+    await this.sync(sid, parent, false);
     return { parent, rows: await store.listEntries(this.db, sid, { parent: parent.uuid, ownedBy: this.ownedFilter(p) }, q) };
   }
 
@@ -122,12 +138,33 @@ export class RepositoryService {
     return this.ownedFilter(p);
   }
 
+  /**
+   * Brings the rows below `collection` in line with a backend whose tree can
+   * change behind the database's back. Single flight: a listing that arrives
+   * while the same sync (service, collection, recursive or not) runs awaits
+   * that one instead of starting another, so N concurrent listings of a big
+   * tree cost one walk of it and hold one database connection, not N. Such a
+   * listing may miss a change made on disk during the shared walk, as if the
+   * change had come a moment later.
+   */
+  private sync(sid: string, collection: EntryRow, recursive: boolean): Promise<void> {
+    const { backend } = this.backend(sid);
+    if (!backend.sync) return Promise.resolve();
+    const key = `${sid}\n${collection.uuid}\n${recursive}`;
+    let running = this.syncs.get(key);
+    if (!running) {
+      this.syncsStarted++;
+      running = this.db.transaction((tx) => backend.sync!(tx, collection, recursive)).finally(() => this.syncs.delete(key));
+      this.syncs.set(key, running);
+    }
+    return running;
+  }
+
   /** The root collection and a page of its entries: direct children (`root`) or every entry (`all`). */
   async list(p: Principal, sid: string, scope: 'root' | 'all', q: ListQuery): Promise<{ root: EntryRow; entries: EntryRow[] }> {
     this.permissions.require(p, 'documents', 'read');
     const root = await this.root(sid);
-    const { backend } = this.backend(sid);
-    if (backend.sync) await this.db.transaction((tx) => backend.sync!(tx, root, scope === 'all'));
+    await this.sync(sid, root, scope === 'all');
     const entries = await store.listEntries(this.db, sid, { parent: scope === 'root' ? root.uuid : undefined, ownedBy: this.ownedFilter(p) }, q);
     return { root, entries };
   }
@@ -142,17 +179,16 @@ export class RepositoryService {
       uuid: randomUUID(), sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata, creator: p.user, owner,
     });
     if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
-    const made = await backend.create(row, parent);
-    try {
-      const inserted = await store.insertEntry(this.db, {
-        ...row, parent: parent.uuid, path: made.path ?? null, content: null,
-      });
+    return transactionWithUndo(this.db, async (tx, onRollback) => {
+      // The row first: a name taken meanwhile or a parent deleted meanwhile fails here, before the
+      // disk; and a listing's sync that sees the new file waits for this row instead of adopting it.
+      const inserted = (await store.insertEntry(tx, { ...row, parent: parent.uuid, path: null, content: null }).catch(translate))!;
+      const made = await backend.create(row, parent);
+      onRollback(() => backend.remove({ ...row, path: made.path ?? null }));
+      const stored = made.path === undefined ? inserted : await store.setPath(tx, sid, row.uuid, made.path).catch(translate);
       // a backend that keeps files fills in what the new (empty) file looks like
-      return (backend.refresh ? await backend.refresh(this.db, inserted!) : inserted) ?? inserted!;
-    } catch (err) {
-      await backend.remove({ ...row, path: made.path ?? null }).catch(() => {});
-      translate(err);
-    }
+      return (backend.refresh ? await backend.refresh(tx, stored) : stored) ?? stored;
+    });
   }
 
   /** PUT: the record is replaced by `change` (metadata wholesale); PATCH: merged. */
@@ -165,18 +201,48 @@ export class RepositoryService {
     }
     const name = change.name ?? entry.name;
     checkName(name);
-    const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(entry.metadata, change.metadata ?? {});
-    const owner = change.owner === undefined ? entry.owner : change.owner;
-    const parent = entry.parent;
-    return this.db.transaction(async (tx) => {
+    return transactionWithUndo(this.db, async (tx, onRollback) => {
+      // Locked (with everything below when renaming) so a content write, a delete or another
+      // rename of the same files waits; then everything is checked before the disk changes.
+      const renaming = name !== entry.name;
+      const locked = renaming ? await store.lockSubtree(tx, sid, uuid) : await store.getEntry(tx, sid, uuid, true);
+      if (!locked || locked.parent === null) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+      const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(locked.metadata, change.metadata ?? {});
+      checkMergedMetadata(metadata);
+      const owner = change.owner === undefined ? locked.owner : change.owner;
       let path: string | undefined;
-      if (name !== entry.name) {
-        if (await store.nameTaken(tx, sid, parent, name)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
-        path = (await backend.rename(entry, name)).path;
-        if (path !== undefined && entry.path) await store.rewritePaths(tx, sid, entry.path, path);
+      if (name !== locked.name) {
+        if (await store.nameTaken(tx, sid, locked.parent, name, uuid)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
+        path = await this.renameOnDisk(tx, onRollback, backend, locked, name);
       }
       return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translate);
     });
+  }
+
+  /**
+   * Renames the backend's object inside a transaction of `transactionWithUndo`
+   * and points the rows below it at the new path; registers the rename back.
+   * Returns the new path (undefined for backends without paths).
+   */
+  async renameOnDisk(tx: Sql, onRollback: OnRollback, backend: RepositoryBackend, entry: EntryRow, name: string): Promise<string | undefined> {
+    const { path } = await backend.rename(entry, name);
+    onRollback(() => backend.rename({ ...entry, name, path: path ?? entry.path }, entry.name));
+    await this.followPath(tx, backend, entry, path);
+    return path;
+  }
+
+  /**
+   * After the backend renamed or moved `entry` to `path`: the stored paths
+   * below follow, and the deepest of them must still be reachable (a longer
+   * name can push it past the file system's path limit: 400 NAME_TOO_LONG
+   * from the backend, and the transaction's undo puts the old name back).
+   */
+  async followPath(tx: Sql, backend: RepositoryBackend, entry: EntryRow, path: string | undefined): Promise<void> {
+    if (path === undefined || !entry.path || path === entry.path) return;
+    await store.rewritePaths(tx, entry.sid, entry.path, path);
+    if (entry.type !== 'collection' || !backend.refresh) return;
+    const deepest = await store.deepestBelow(tx, entry.sid, path);
+    if (deepest) await backend.refresh(tx, deepest);
   }
 
   /** Tasks in status processing that use the entry or anything below it. */
@@ -197,8 +263,14 @@ export class RepositoryService {
     const entry = await this.get(p, sid, uuid, 'delete');
     if (entry.parent === null) throw new AppError(403, 'ROOT_READONLY', 'the root collection cannot be deleted');
     if (!force) await this.refuseIfInUse(sid, entry, 'cannot delete');
-    await backend.remove(entry);
-    await store.deleteEntry(this.db, sid, uuid);
+    await this.db.transaction(async (tx) => {
+      // Locks the entry and everything below: a content write or rename in there waits, then finds it gone.
+      const locked = await store.lockSubtree(tx, sid, uuid);
+      if (!locked) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+      await store.deleteEntry(tx, sid, uuid);
+      // The disk last: should COMMIT still fail, rows without files are what the next read drops.
+      await backend.remove(locked);
+    });
   }
 
   async openContent(p: Principal, sid: string, uuid: string, range?: { start: number; end: number }): Promise<{ entry: EntryRow; stream: Readable }> {
@@ -217,8 +289,26 @@ export class RepositoryService {
     if (entry.type !== 'document') throw notAcceptable('NOT_A_DOCUMENT', `entry ${uuid} is a collection; collections have no content`);
     if (!connector.capabilities.repository?.contentWrite) throw notAcceptable('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
     await this.refuseIfInUse(sid, entry, 'cannot change the content');
-    const written = await backend.writeContent(entry, source, this.maxUploadBytes);
-    const updated = await store.setContent(this.db, sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
+    // Bytes are staged first (the upload may take long); they replace the old content only under
+    // the row lock, so a DELETE of the entry either comes after (and removes them) or before
+    // (and this write fails with 404, leaving nothing behind: no file comes back).
+    const staged = backend.stageContent
+      ? await backend.stageContent(entry, source, this.maxUploadBytes)
+      : { ...(await backend.writeContent(entry, source, this.maxUploadBytes)), commit: async () => {}, discard: async () => {} };
+    let updated: EntryRow;
+    try {
+      updated = await this.db.transaction(async (tx) => {
+        const locked = await store.getEntry(tx, sid, uuid, true);
+        if (!locked) throw notFound('ENTRY_NOT_FOUND', `entry ${uuid} was deleted while its content was written`, { sid, uuid });
+        if (locked.path !== entry.path) {
+          throw conflict('ENTRY_MOVED', `entry ${uuid} was renamed or moved while its content was written; write it again`, { uuid });
+        }
+        await staged.commit();
+        return store.setContent(tx, sid, uuid, { size: staged.size, mimeType, sha256: staged.sha256, version: staged.sha256 });
+      });
+    } finally {
+      await staged.discard();
+    }
     await this.requestPreview(updated);
     return updated;
   }

@@ -4,7 +4,8 @@ import { lstat, mkdir, rename, rm, writeFile, type FileHandle } from 'node:fs/pr
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RepositoryBackend, WrittenContent } from '../connector.js';
+import type { RepositoryBackend, StagedContent, WrittenContent } from '../connector.js';
+import { mappingFsErrors, withFsErrors } from './fs-errors.js';
 import type { EntryRow } from '../../areas/repository/entry.js';
 import { AppError, conflict, forbidden, notFound } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
@@ -48,7 +49,7 @@ async function meteredWrite(source: Readable, sink: NodeJS.WritableStream, maxBy
  * checks keep reads and writes inside the root, but a rename may race.
  */
 export function filesystemBackend(root: string): RepositoryBackend {
-  return {
+  const backend: RepositoryBackend = {
     sync: (tx, collection, recursive) => syncCollection(tx, root, collection, recursive),
     refresh: (tx, entry) => refreshEntry(tx, root, entry),
 
@@ -154,6 +155,16 @@ export function filesystemBackend(root: string): RepositoryBackend {
     },
 
     async writeContent(entry, source, maxBytes): Promise<WrittenContent> {
+      const staged = await backend.stageContent!(entry, source, maxBytes);
+      try {
+        await staged.commit();
+      } finally {
+        await staged.discard();
+      }
+      return { size: staged.size, sha256: staged.sha256, path: relPathOf(entry) };
+    },
+
+    async stageContent(entry, source, maxBytes): Promise<StagedContent> {
       if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have content');
       const rel = relPathOf(entry);
       const abs = await resolveParent(root, rel);
@@ -163,16 +174,26 @@ export function filesystemBackend(root: string): RepositoryBackend {
       // Same directory, so the final rename is atomic and never crosses a file system.
       const tmp = path.join(path.dirname(abs), `.wcr-${randomUUID()}.part`);
       const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
+      let written: { size: number; sha256: string };
       try {
-        const written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024 }), maxBytes);
-        // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
-        await rename(tmp, abs);
-        return { ...written, path: rel };
+        written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024 }), maxBytes);
       } catch (err) {
         await handle.close().catch(() => {});
         await rm(tmp, { force: true });
         throw err;
       }
+      let placed = false;
+      return {
+        ...written,
+        // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
+        commit: () => mappingFsErrors(async () => {
+          await rename(tmp, abs);
+          placed = true;
+        }),
+        discard: async () => {
+          if (!placed) await rm(tmp, { force: true });
+        },
+      };
     },
 
     async openContent(entry, range) {
@@ -210,4 +231,5 @@ export function filesystemBackend(root: string): RepositoryBackend {
       }
     },
   };
+  return withFsErrors(backend);
 }

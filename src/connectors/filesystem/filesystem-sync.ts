@@ -105,6 +105,9 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
     // readdir and lstat go by path: make sure they read the directory that was checked.
     await assertSameDirectory(abs, stats);
   } catch (err) {
+    // Deeper than the OS path limit (made by a local user): unreachable by path, so not listed;
+    // its rows stay as they are rather than failing every listing of the tree.
+    if ((err as NodeJS.ErrnoException | undefined)?.code === 'ENAMETOOLONG') return 0;
     if (!isGone(err)) throw err;
     // A missing root is an outage (unmounted volume?), never a reason to drop every row.
     if (dir.path === '') throw unavailable('ROOT_UNAVAILABLE', 'the repository root directory is not available');
