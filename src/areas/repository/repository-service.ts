@@ -48,7 +48,8 @@ function checkName(name: string): void {
 
 const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
-function translate(err: unknown): never {
+/** SQL errors an entry write can meet, as API errors (anything else is rethrown). */
+export function translateSqlError(err: unknown): never {
   if (isSqlError(err, UNIQUE_VIOLATION)) throw conflict('NAME_EXISTS', 'an entry with this name already exists in the collection');
   // the parent collection was deleted while the entry was being created in it
   if (isSqlError(err, FOREIGN_KEY_VIOLATION)) throw notFound('ENTRY_NOT_FOUND', 'the collection no longer exists');
@@ -180,15 +181,26 @@ export class RepositoryService {
     });
     if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
     return transactionWithUndo(this.db, async (tx, onRollback) => {
-      // The row first: a name taken meanwhile or a parent deleted meanwhile fails here, before the
-      // disk; and a listing's sync that sees the new file waits for this row instead of adopting it.
-      const inserted = (await store.insertEntry(tx, { ...row, parent: parent.uuid, path: null, content: null }).catch(translate))!;
-      const made = await backend.create(row, parent);
-      onRollback(() => backend.remove({ ...row, path: made.path ?? null }));
-      const stored = made.path === undefined ? inserted : await store.setPath(tx, sid, row.uuid, made.path).catch(translate);
+      const stored = (await this.insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid }, () => backend.create(row, parent)))!;
       // a backend that keeps files fills in what the new (empty) file looks like
       return (backend.refresh ? await backend.refresh(tx, stored) : stored) ?? stored;
     });
+  }
+
+  /**
+   * Inside a transaction of `transactionWithUndo`: inserts the row, then lets
+   * `make` create the backend's object, registering its removal. The row comes
+   * first: a name taken meanwhile or a parent deleted meanwhile fails before the
+   * disk changes, and a listing's sync that sees the new file waits for this row
+   * instead of adopting the file as an entry without creator. Undefined when
+   * the uuid exists already (an idempotent re-run); `make` is then not called.
+   */
+  async insertThenMake(tx: Sql, onRollback: OnRollback, backend: RepositoryBackend, row: store.NewEntry, make: () => Promise<{ path?: string }>): Promise<EntryRow | undefined> {
+    const inserted = await store.insertEntry(tx, { ...row, path: null }).catch(translateSqlError);
+    if (!inserted) return undefined;
+    const made = await make();
+    onRollback(() => backend.remove({ ...inserted, path: made.path ?? null }));
+    return made.path === undefined ? inserted : store.setPath(tx, row.sid, row.uuid, made.path).catch(translateSqlError);
   }
 
   /** PUT: the record is replaced by `change` (metadata wholesale); PATCH: merged. */
@@ -215,7 +227,7 @@ export class RepositoryService {
         if (await store.nameTaken(tx, sid, locked.parent, name, uuid)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
         path = await this.renameOnDisk(tx, onRollback, backend, locked, name);
       }
-      return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translate);
+      return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translateSqlError);
     });
   }
 
@@ -259,17 +271,27 @@ export class RepositoryService {
   }
 
   async remove(p: Principal, sid: string, uuid: string, force: boolean): Promise<void> {
-    const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'delete');
     if (entry.parent === null) throw new AppError(403, 'ROOT_READONLY', 'the root collection cannot be deleted');
     if (!force) await this.refuseIfInUse(sid, entry, 'cannot delete');
-    await this.db.transaction(async (tx) => {
+    if (!(await this.removeEntry(sid, uuid))) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+  }
+
+  /**
+   * Deletes the entry, everything below it and the backend's objects (no
+   * rights checked: callers did). False when the entry is gone already.
+   */
+  async removeEntry(sid: string, uuid: string): Promise<boolean> {
+    const { backend } = this.backend(sid);
+    return this.db.transaction(async (tx) => {
       // Locks the entry and everything below: a content write or rename in there waits, then finds it gone.
       const locked = await store.lockSubtree(tx, sid, uuid);
-      if (!locked) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+      if (!locked) return false;
+      if (locked.parent === null) throw new AppError(403, 'ROOT_READONLY', 'the root collection cannot be deleted');
       await store.deleteEntry(tx, sid, uuid);
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
       await backend.remove(locked);
+      return true;
     });
   }
 
