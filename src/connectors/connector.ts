@@ -33,13 +33,14 @@ export interface WrittenContent {
 
 /**
  * Content written to a temporary place, not yet visible: `commit` puts it in
- * place (the service calls it under the entry's row lock), `discard` removes
- * what `commit` did not take (a no-op after a commit; safe to call always).
+ * place (the service calls it under the entry's row lock, with the row as it
+ * is then: renamed or moved meanwhile, the content follows it), `discard`
+ * removes what `commit` did not take (a no-op after a commit).
  */
 export interface StagedContent {
   size: number;
   sha256: string;
-  commit(): Promise<void>;
+  commit(current?: EntryRow): Promise<void>;
   discard(): Promise<void>;
 }
 

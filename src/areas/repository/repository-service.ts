@@ -322,10 +322,7 @@ export class RepositoryService {
       updated = await this.db.transaction(async (tx) => {
         const locked = await store.getEntry(tx, sid, uuid, true);
         if (!locked) throw notFound('ENTRY_NOT_FOUND', `entry ${uuid} was deleted while its content was written`, { sid, uuid });
-        if (locked.path !== entry.path) {
-          throw conflict('ENTRY_MOVED', `entry ${uuid} was renamed or moved while its content was written; write it again`, { uuid });
-        }
-        await staged.commit();
+        await staged.commit(locked);
         return store.setContent(tx, sid, uuid, { size: staged.size, mimeType, sha256: staged.sha256, version: staged.sha256 });
       });
     } finally {

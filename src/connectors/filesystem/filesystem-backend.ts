@@ -49,6 +49,16 @@ async function meteredWrite(source: Readable, sink: NodeJS.WritableStream, maxBy
  * checks keep reads and writes inside the root, but a rename may race.
  */
 export function filesystemBackend(root: string): RepositoryBackend {
+  /** Where a document's content goes: its path, checked to be a file or nothing, never a symlink. */
+  async function placeFor(entry: EntryRow): Promise<string> {
+    const rel = relPathOf(entry);
+    const abs = await resolveParent(root, rel);
+    const existing = await lstat(abs).catch(() => undefined);
+    if (existing?.isSymbolicLink()) throw forbidden('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
+    if (existing && !existing.isFile()) throw conflict('NOT_A_DOCUMENT', `"${rel}" is not a file`);
+    return abs;
+  }
+
   const backend: RepositoryBackend = {
     sync: (tx, collection, recursive) => syncCollection(tx, root, collection, recursive),
     refresh: (tx, entry) => refreshEntry(tx, root, entry),
@@ -166,13 +176,12 @@ export function filesystemBackend(root: string): RepositoryBackend {
 
     async stageContent(entry, source, maxBytes): Promise<StagedContent> {
       if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have content');
-      const rel = relPathOf(entry);
-      const abs = await resolveParent(root, rel);
-      const existing = await lstat(abs).catch(() => undefined);
-      if (existing?.isSymbolicLink()) throw forbidden('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
-      if (existing && !existing.isFile()) throw conflict('NOT_A_DOCUMENT', `"${rel}" is not a file`);
-      // Same directory, so the final rename is atomic and never crosses a file system.
-      const tmp = path.join(path.dirname(abs), `.wcr-${randomUUID()}.part`);
+      // Checked now so a doomed upload is refused before its bytes are read, and again at commit.
+      await placeFor(entry);
+      // In the root, not next to the file: a rename or move of the file or of a directory above it
+      // while the bytes arrive cannot carry the temp file away; the root holds the whole tree, so
+      // the final rename stays on one file system and is atomic.
+      const tmp = path.join(root, `.wcr-${randomUUID()}.part`);
       const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
       let written: { size: number; sha256: string };
       try {
@@ -186,8 +195,8 @@ export function filesystemBackend(root: string): RepositoryBackend {
       return {
         ...written,
         // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
-        commit: () => mappingFsErrors(async () => {
-          await rename(tmp, abs);
+        commit: (current = entry) => mappingFsErrors(async () => {
+          await rename(tmp, await placeFor(current));
           placed = true;
         }),
         discard: async () => {
