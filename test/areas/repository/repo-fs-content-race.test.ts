@@ -50,11 +50,12 @@ function expectClean(res: ApiResponse, allowed: number[], what: string): void {
 // transaction would wait forever.
 for (const db of ['postgres', 'pglite'] as const) {
   describe(db, () => {
+    // PGlite compiles and migrates in the test process: up to a minute on a loaded machine
     beforeAll(async () => {
       rt = await startTestRuntime({ db });
       api = rt.client.withToken(await rt.token('alice', ['user']));
       root = path.join(rt.dataDir, 'files');
-    });
+    }, 180_000);
     afterAll(async () => {
       await rt?.close();
     });

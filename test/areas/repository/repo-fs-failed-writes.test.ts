@@ -50,6 +50,7 @@ const BAD_METADATA: [string, string][] = [
 // transaction would wait forever.
 for (const db of ['postgres', 'pglite'] as const) {
   describe(db, () => {
+    // PGlite compiles and migrates in the test process: up to a minute on a loaded machine
     beforeAll(async () => {
       rt = await startTestRuntime({ db });
       api = rt.client.withToken(await rt.token('alice', ['user']));
@@ -63,7 +64,7 @@ for (const db of ['postgres', 'pglite'] as const) {
         CREATE CONSTRAINT TRIGGER explode_at_commit AFTER INSERT OR UPDATE ON entries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
           WHEN (NEW.name LIKE 'explode-commit%' OR NEW.metadata ? 'explodeAtCommit') EXECUTE FUNCTION explode();
       `);
-    });
+    }, 180_000);
     afterAll(async () => {
       await rt?.close();
     });
