@@ -7,7 +7,8 @@ import type { BlobStore } from '../../blobs/blob-store.js';
 import { makePreview, type PreviewSizes } from '../../previews/preview-maker.js';
 import { draftEntry, type EntryRow } from '../repository/entry.js';
 import * as entries from '../repository/entry-store.js';
-import { translateSqlError, type RepositoryService } from '../repository/repository-service.js';
+import type { RepositoryService } from '../repository/repository-service.js';
+import { followPath, insertThenMake, renameOnDisk, translateSqlError } from '../repository/disk-steps.js';
 import { transactionWithUndo } from '../repository/undoable.js';
 import type { CommandParams } from './command-params.js';
 import * as commands from './command-store.js';
@@ -83,7 +84,7 @@ export class CommandRunner {
           if (!(await entries.getEntry(this.d.db, cmd.sid, uuid))) {
             if (await entries.nameTaken(this.d.db, cmd.sid, parent.uuid, name)) throw new AppError(409, 'NAME_EXISTS', `"${name}" already exists in the target collection`);
             // row and file together: a failed insert leaves no copied file behind
-            await transactionWithUndo(this.d.db, (tx, onRollback) => this.d.repo.insertThenMake(tx, onRollback, backend, {
+            await transactionWithUndo(this.d.db, (tx, onRollback) => insertThenMake(tx, onRollback, backend, {
               uuid, sid: cmd.sid, parent: parent.uuid, name, type: e.type, metadata: e.metadata,
               creator: cmd.creator, owner: e.owner,
               content: e.content_version ? { size: e.size ?? 0, mimeType: e.mime_type ?? 'application/octet-stream', sha256: e.sha256, version: e.content_version } : null,
@@ -113,11 +114,11 @@ export class CommandRunner {
             const from = locked?.parent ? await entries.getEntry(tx, cmd.sid, locked.parent) : undefined;
             if (!locked || !from) throw new AppError(404, 'ENTRY_NOT_FOUND', `entry ${source.uuid} no longer exists`);
             const renamed = name !== locked.name
-              ? { ...locked, name, path: (await this.d.repo.renameOnDisk(tx, onRollback, backend, locked, name)) ?? locked.path }
+              ? { ...locked, name, path: (await renameOnDisk(tx, onRollback, backend, locked, name)) ?? locked.path }
               : locked;
             const moved = await backend.move(renamed, target);
             onRollback(() => backend.move({ ...renamed, path: moved.path ?? renamed.path }, from));
-            await this.d.repo.followPath(tx, backend, renamed, moved.path);
+            await followPath(tx, backend, renamed, moved.path);
             await entries.moveRecord(tx, cmd.sid, source.uuid, target.uuid, name, moved.path ?? null).catch(translateSqlError);
           });
         }

@@ -6,12 +6,13 @@ import type { Connector, RepositoryBackend } from '../../connectors/connector.js
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, badRequest, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { JobQueue } from '../../queue/job-queue.js';
-import { isSqlError, type Database, type Sql } from '../../storage/driver/database.js';
+import type { Database } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/list-query.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 import { metadataProblem } from './metadata-rules.js';
-import { transactionWithUndo, type OnRollback } from './undoable.js';
+import { transactionWithUndo } from './undoable.js';
+import { insertThenMake, renameOnDisk, translateSqlError } from './disk-steps.js';
 
 export interface EntryInput {
   name: string;
@@ -44,16 +45,6 @@ function checkName(name: string): void {
   if (name.length === 0 || name.length > NAME_MAX || /[\u0000-\u001f/\\]/.test(name) || name === '.' || name === '..') {
     throw new AppError(400, 'INVALID_NAME', `"${name.slice(0, 80)}" is not a valid entry name (1-255 characters, no "/", "\\" or control characters, not "." or "..")`);
   }
-}
-
-const UNIQUE_VIOLATION = '23505';
-const FOREIGN_KEY_VIOLATION = '23503';
-/** SQL errors an entry write can meet, as API errors (anything else is rethrown). */
-export function translateSqlError(err: unknown): never {
-  if (isSqlError(err, UNIQUE_VIOLATION)) throw conflict('NAME_EXISTS', 'an entry with this name already exists in the collection');
-  // the parent collection was deleted while the entry was being created in it
-  if (isSqlError(err, FOREIGN_KEY_VIOLATION)) throw notFound('ENTRY_NOT_FOUND', 'the collection no longer exists');
-  throw err;
 }
 
 /** 400 unless merged metadata (a PATCH adds to what is stored) can still be stored. */
@@ -181,26 +172,10 @@ export class RepositoryService {
     });
     if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
     return transactionWithUndo(this.db, async (tx, onRollback) => {
-      const stored = (await this.insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid }, () => backend.create(row, parent)))!;
+      const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid }, () => backend.create(row, parent)))!;
       // a backend that keeps files fills in what the new (empty) file looks like
       return (backend.refresh ? await backend.refresh(tx, stored) : stored) ?? stored;
     });
-  }
-
-  /**
-   * Inside a transaction of `transactionWithUndo`: inserts the row, then lets
-   * `make` create the backend's object, registering its removal. The row comes
-   * first: a name taken meanwhile or a parent deleted meanwhile fails before the
-   * disk changes, and a listing's sync that sees the new file waits for this row
-   * instead of adopting the file as an entry without creator. Undefined when
-   * the uuid exists already (an idempotent re-run); `make` is then not called.
-   */
-  async insertThenMake(tx: Sql, onRollback: OnRollback, backend: RepositoryBackend, row: store.NewEntry, make: () => Promise<{ path?: string }>): Promise<EntryRow | undefined> {
-    const inserted = await store.insertEntry(tx, { ...row, path: null }).catch(translateSqlError);
-    if (!inserted) return undefined;
-    const made = await make();
-    onRollback(() => backend.remove({ ...inserted, path: made.path ?? null }));
-    return made.path === undefined ? inserted : store.setPath(tx, row.sid, row.uuid, made.path).catch(translateSqlError);
   }
 
   /** PUT: the record is replaced by `change` (metadata wholesale); PATCH: merged. */
@@ -225,36 +200,10 @@ export class RepositoryService {
       let path: string | undefined;
       if (name !== locked.name) {
         if (await store.nameTaken(tx, sid, locked.parent, name, uuid)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
-        path = await this.renameOnDisk(tx, onRollback, backend, locked, name);
+        path = await renameOnDisk(tx, onRollback, backend, locked, name);
       }
       return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translateSqlError);
     });
-  }
-
-  /**
-   * Renames the backend's object inside a transaction of `transactionWithUndo`
-   * and points the rows below it at the new path; registers the rename back.
-   * Returns the new path (undefined for backends without paths).
-   */
-  async renameOnDisk(tx: Sql, onRollback: OnRollback, backend: RepositoryBackend, entry: EntryRow, name: string): Promise<string | undefined> {
-    const { path } = await backend.rename(entry, name);
-    onRollback(() => backend.rename({ ...entry, name, path: path ?? entry.path }, entry.name));
-    await this.followPath(tx, backend, entry, path);
-    return path;
-  }
-
-  /**
-   * After the backend renamed or moved `entry` to `path`: the stored paths
-   * below follow, and the deepest of them must still be reachable (a longer
-   * name can push it past the file system's path limit: 400 NAME_TOO_LONG
-   * from the backend, and the transaction's undo puts the old name back).
-   */
-  async followPath(tx: Sql, backend: RepositoryBackend, entry: EntryRow, path: string | undefined): Promise<void> {
-    if (path === undefined || !entry.path || path === entry.path) return;
-    await store.rewritePaths(tx, entry.sid, entry.path, path);
-    if (entry.type !== 'collection' || !backend.refresh) return;
-    const deepest = await store.deepestBelow(tx, entry.sid, path);
-    if (deepest) await backend.refresh(tx, deepest);
   }
 
   /** Tasks in status processing that use the entry or anything below it. */
