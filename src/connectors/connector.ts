@@ -32,6 +32,19 @@ export interface WrittenContent {
 }
 
 /**
+ * Content written to a temporary place, not yet visible: `commit` puts it in
+ * place (the service calls it under the entry's row lock, with the row as it
+ * is then: renamed or moved meanwhile, the content follows it), `discard`
+ * removes what `commit` did not take (a no-op after a commit).
+ */
+export interface StagedContent {
+  size: number;
+  sha256: string;
+  commit(current?: EntryRow): Promise<void>;
+  discard(): Promise<void>;
+}
+
+/**
  * The storage side of a repository connector. Entry records (names, metadata,
  * ownership) always live in the `entries` table; a backend decides where the
  * bytes and the tree live and keeps the rows in step with them.
@@ -52,6 +65,12 @@ export interface RepositoryBackend {
   /** Removes the backing object (recursively for collections). */
   remove(entry: EntryRow): Promise<void>;
   writeContent(entry: EntryRow, source: Readable, maxBytes: number): Promise<WrittenContent>;
+  /**
+   * `writeContent` in two steps, for backends whose write replaces something
+   * other requests can see (a file): the service commits under a row lock, so
+   * a concurrent delete cannot be undone by a late write.
+   */
+  stageContent?(entry: EntryRow, source: Readable, maxBytes: number): Promise<StagedContent>;
   /** Opens the bytes, or undefined when the document has none. */
   openContent(entry: EntryRow, range?: { start: number; end: number }): Promise<Readable | undefined>;
   /** A local file path of the bytes, for renderers that need random access. */

@@ -10,6 +10,8 @@ import { draftEntry, type EntryRow } from '../repository/entry.js';
 import * as entries from '../repository/entry-store.js';
 import type { RepositoryService } from '../repository/repository-service.js';
 import { mediaTypeOf } from '../repository/media-type.js';
+import { followPath, insertThenMake, renameOnDisk, translateSqlError } from '../repository/disk-steps.js';
+import { transactionWithUndo } from '../repository/undoable.js';
 import { targetName, type CommandParams } from './command-params.js';
 import * as commands from './command-store.js';
 
@@ -84,14 +86,12 @@ export class CommandRunner {
           const name = e.uuid === source.uuid ? (p.name ?? e.name) : e.name;
           if (!(await entries.getEntry(this.d.db, cmd.sid, uuid))) {
             if (await entries.nameTaken(this.d.db, cmd.sid, parent.uuid, name)) throw nameExists(name);
-            const made = e.type === 'collection'
-              ? await backend.create({ ...e, uuid, name }, parent)
-              : await backend.copy(e, parent, name);
-            await entries.insertEntry(this.d.db, {
+            // row and file together: a failed insert leaves no copied file behind
+            await transactionWithUndo(this.d.db, (tx, onRollback) => insertThenMake(tx, onRollback, backend, {
               uuid, sid: cmd.sid, parent: parent.uuid, name, type: e.type, metadata: e.metadata,
-              creator: cmd.creator, owner: e.owner, path: made.path ?? null,
+              creator: cmd.creator, owner: e.owner,
               content: e.content_version ? { size: e.size ?? 0, mimeType: e.mime_type ?? 'application/octet-stream', sha256: e.sha256, version: e.content_version } : null,
-            });
+            }, () => (e.type === 'collection' ? backend.create({ ...e, uuid, name }, parent) : backend.copy(e, parent, name))));
             // same content, same preview: take the source's instead of rendering it again
             if (!(await entries.copyPreview(this.d.db, cmd.sid, e.uuid, uuid))) {
               await this.d.repo.requestPreview(await this.entry(cmd.sid, uuid)).catch(() => undefined);
@@ -111,12 +111,19 @@ export class CommandRunner {
         if (source.parent !== target.uuid || (p.name && p.name !== source.name)) {
           const name = p.name ?? source.name;
           if (await entries.nameTaken(this.d.db, cmd.sid, target.uuid, name, source.uuid)) throw nameExists(name);
-          await this.d.db.transaction(async (tx) => {
-            const renamed = name !== source.name ? { ...source, name, path: (await backend.rename(source, name)).path ?? source.path } : source;
-            if (renamed.path !== source.path && source.path) await entries.rewritePaths(tx, cmd.sid, source.path, renamed.path!);
+          // Rows locked first, disk changed last, and put back when the transaction fails
+          // (a name taken meanwhile, a target deleted meanwhile, a failed COMMIT).
+          await transactionWithUndo(this.d.db, async (tx, onRollback) => {
+            const locked = await entries.lockSubtree(tx, cmd.sid, source.uuid);
+            const from = locked?.parent ? await entries.getEntry(tx, cmd.sid, locked.parent) : undefined;
+            if (!locked || !from) throw new AppError(404, 'ENTRY_NOT_FOUND', `entry ${source.uuid} no longer exists`);
+            const renamed = name !== locked.name
+              ? { ...locked, name, path: (await renameOnDisk(tx, onRollback, backend, locked, name)) ?? locked.path }
+              : locked;
             const moved = await backend.move(renamed, target);
-            if (moved.path !== undefined && renamed.path) await entries.rewritePaths(tx, cmd.sid, renamed.path, moved.path);
-            await entries.moveRecord(tx, cmd.sid, source.uuid, target.uuid, name, moved.path ?? null);
+            onRollback(() => backend.move({ ...renamed, path: moved.path ?? renamed.path }, from));
+            await followPath(tx, backend, renamed, moved.path);
+            await entries.moveRecord(tx, cmd.sid, source.uuid, target.uuid, name, moved.path ?? null).catch(translateSqlError);
           });
         }
         await report(1, 1, true);
@@ -132,8 +139,7 @@ export class CommandRunner {
           if (tasks.length > 0) throw new AppError(409, 'DOCUMENT_IN_USE', `the document is used by ${tasks.length} task(s) in status processing`);
         }
         const count = (await entries.subtree(this.d.db, cmd.sid, source.uuid)).length;
-        await backend.remove(source);
-        await entries.deleteEntry(this.d.db, cmd.sid, source.uuid);
+        if (!(await this.d.repo.removeEntry(cmd.sid, source.uuid))) return { deleted: 0 };
         await report(count, count, true);
         return { deleted: count };
       }

@@ -132,6 +132,22 @@ export async function moveRecord(sql: Sql, sid: string, uuid: string, parent: st
   return rows[0]!;
 }
 
+/** Records where the backend put a new entry. */
+export async function setPath(sql: Sql, sid: string, uuid: string, path: string): Promise<EntryRow> {
+  const { rows } = await sql.query<EntryRow>(`UPDATE entries SET path = $3 WHERE sid = $1 AND uuid = $2 RETURNING ${COLS}`, [sid, uuid, path]);
+  return rows[0]!;
+}
+
+/** The entry below `path` with the longest path in bytes (the first to hit a file system's path limit). */
+export async function deepestBelow(sql: Sql, sid: string, path: string): Promise<EntryRow | undefined> {
+  const { rows } = await sql.query<EntryRow>(
+    `SELECT ${COLS} FROM entries WHERE sid = $1 AND left(path, length($2) + 1) = $2 || '/'
+     ORDER BY octet_length(path) DESC LIMIT 1`,
+    [sid, path],
+  );
+  return rows[0];
+}
+
 /** Is `name` used in the collection (by an entry other than `except`)? Names are unique per collection. */
 export async function nameTaken(sql: Sql, sid: string, parent: string, name: string, except?: string): Promise<boolean> {
   const { rowCount } = await sql.query(
@@ -204,6 +220,26 @@ export async function subtree(sql: Sql, sid: string, uuid: string): Promise<Entr
     [sid, uuid],
   );
   return rows;
+}
+
+/**
+ * Locks the entry and every entry below it (`FOR UPDATE`) for the rest of the
+ * transaction and returns the entry, or undefined when it is gone. Deletes,
+ * renames and content writes take these locks before they touch the disk, so
+ * two of them on the same entry (or on a collection and something inside it)
+ * run one after the other. Rows are locked in uuid order, one global order,
+ * so overlapping subtrees cannot deadlock.
+ */
+export async function lockSubtree(tx: Sql, sid: string, uuid: string): Promise<EntryRow | undefined> {
+  await tx.query(
+    `WITH RECURSIVE t AS (
+       SELECT uuid FROM entries WHERE sid = $1 AND uuid = $2
+       UNION ALL
+       SELECT e.uuid FROM entries e JOIN t ON e.parent = t.uuid
+     ) SELECT e.uuid FROM entries e JOIN t ON e.uuid = t.uuid ORDER BY e.uuid FOR UPDATE OF e`,
+    [sid, uuid],
+  );
+  return getEntry(tx, sid, uuid);
 }
 
 /** Is `ancestor` the entry itself or above it? (moves into oneself are refused) */

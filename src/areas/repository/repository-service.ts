@@ -4,13 +4,16 @@ import { SHARED, type Policy, type Target } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Connector, RepositoryBackend } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
-import { AppError, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
+import { AppError, badRequest, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
-import { isSqlError, type Database, type Sql } from '../../storage/driver/database.js';
+import type { Database, Sql } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 import { assertValidName } from './names.js';
+import { metadataProblem } from './metadata-rules.js';
+import { transactionWithUndo } from './undoable.js';
+import { insertThenMake, renameOnDisk, translateSqlError } from './disk-steps.js';
 
 export interface EntryInput {
   name: string;
@@ -46,10 +49,12 @@ export function mergeMetadata(base: Plain, change: Plain): Plain {
 /** What ownership an entry has for the policy: the root collection is shared. */
 const target = (entry: EntryRow): Target => (entry.parent === null ? SHARED : entry);
 
-const UNIQUE_VIOLATION = '23505';
-function translate(err: unknown): never {
-  if (isSqlError(err, UNIQUE_VIOLATION)) throw conflict('NAME_EXISTS', 'an entry with this name already exists in the collection');
-  throw err;
+/** 400 unless merged metadata (a PATCH adds to what is stored) can still be stored. */
+function checkMergedMetadata(metadata: Record<string, unknown>): void {
+  const problem = metadataProblem(metadata);
+  if (!problem) return;
+  const path = ['body', 'metadata', ...problem.path.map(String)].join('.');
+  throw badRequest('VALIDATION_FAILED', `the body is invalid: ${problem.message}`, { issues: [{ path, message: problem.message }] });
 }
 
 /**
@@ -58,6 +63,10 @@ function translate(err: unknown): never {
  * and the backend's objects in step. Routes call this; it never sees HTTP.
  */
 export class RepositoryService {
+  private readonly syncs = new Map<string, Promise<void>>();
+  /** Syncs started since the process began; concurrent listings of one collection share one (see `sync`). */
+  syncsStarted = 0;
+
   constructor(
     private readonly db: Database,
     private readonly registry: ConnectorRegistry,
@@ -102,8 +111,7 @@ export class RepositoryService {
   async children(p: Principal, sid: string, uuid: string, q: ListQuery): Promise<{ parent: EntryRow; rows: EntryRow[] }> {
     const parent = await this.get(p, sid, uuid);
     if (parent.type !== 'collection') throw notFound('NOT_A_COLLECTION', `entry ${uuid} is not a collection`, { uuid });
-    const { backend } = this.backend(sid);
-    if (backend.sync) await this.db.transaction((tx) => backend.sync!(tx, parent, false));
+    await this.sync(sid, parent, false);
     return { parent, rows: await store.listEntries(this.db, sid, { parent: parent.uuid, ownedBy: this.ownedFilter(p) }, q) };
   }
 
@@ -123,12 +131,33 @@ export class RepositoryService {
     return this.ownedFilter(p);
   }
 
+  /**
+   * Brings the rows below `collection` in line with a backend whose tree can
+   * change behind the database's back. Single flight: a listing that arrives
+   * while the same sync (service, collection, recursive or not) runs awaits
+   * that one instead of starting another, so N concurrent listings of a big
+   * tree cost one walk of it and hold one database connection, not N. Such a
+   * listing may miss a change made on disk during the shared walk, as if the
+   * change had come a moment later.
+   */
+  private sync(sid: string, collection: EntryRow, recursive: boolean): Promise<void> {
+    const { backend } = this.backend(sid);
+    if (!backend.sync) return Promise.resolve();
+    const key = `${sid}\n${collection.uuid}\n${recursive}`;
+    let running = this.syncs.get(key);
+    if (!running) {
+      this.syncsStarted++;
+      running = this.db.transaction((tx) => backend.sync!(tx, collection, recursive)).finally(() => this.syncs.delete(key));
+      this.syncs.set(key, running);
+    }
+    return running;
+  }
+
   /** The root collection and a page of its entries: direct children (`root`) or every entry (`all`). */
   async list(p: Principal, sid: string, scope: 'root' | 'all', q: ListQuery): Promise<{ root: EntryRow; entries: EntryRow[] }> {
     this.policy.require(p, 'documents', 'read');
     const root = await this.root(sid);
-    const { backend } = this.backend(sid);
-    if (backend.sync) await this.db.transaction((tx) => backend.sync!(tx, root, scope === 'all'));
+    await this.sync(sid, root, scope === 'all');
     const entries = await store.listEntries(this.db, sid, { parent: scope === 'root' ? root.uuid : undefined, ownedBy: this.ownedFilter(p) }, q);
     return { root, entries };
   }
@@ -143,17 +172,11 @@ export class RepositoryService {
       uuid: randomUUID(), sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata, creator: p.user, owner,
     });
     if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
-    const made = await backend.create(row, parent);
-    try {
-      const inserted = await store.insertEntry(this.db, {
-        ...row, parent: parent.uuid, path: made.path ?? null, content: null,
-      });
+    return transactionWithUndo(this.db, async (tx, onRollback) => {
+      const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid }, () => backend.create(row, parent)))!;
       // a backend that keeps files fills in what the new (empty) file looks like
-      return (backend.refresh ? await backend.refresh(this.db, inserted!) : inserted) ?? inserted!;
-    } catch (err) {
-      await backend.remove({ ...row, path: made.path ?? null }).catch(() => {});
-      translate(err);
-    }
+      return (backend.refresh ? await backend.refresh(tx, stored) : stored) ?? stored;
+    });
   }
 
   /** PUT: the record is replaced by `change` (metadata wholesale); PATCH: merged. */
@@ -166,17 +189,21 @@ export class RepositoryService {
     }
     const name = change.name ?? entry.name;
     if (name !== entry.name) assertValidName(name);
-    const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(entry.metadata, change.metadata ?? {});
-    const owner = change.owner === undefined ? entry.owner : change.owner;
-    const parent = entry.parent;
-    return this.db.transaction(async (tx) => {
+    return transactionWithUndo(this.db, async (tx, onRollback) => {
+      // Locked (with everything below when renaming) so a content write, a delete or another
+      // rename of the same files waits; then everything is checked before the disk changes.
+      const renaming = name !== entry.name;
+      const locked = renaming ? await store.lockSubtree(tx, sid, uuid) : await store.getEntry(tx, sid, uuid, true);
+      if (!locked || locked.parent === null) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+      const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(locked.metadata, change.metadata ?? {});
+      checkMergedMetadata(metadata);
+      const owner = change.owner === undefined ? locked.owner : change.owner;
       let path: string | undefined;
-      if (name !== entry.name) {
-        if (await store.nameTaken(tx, sid, parent, name)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
-        path = (await backend.rename(entry, name)).path;
-        if (path !== undefined && entry.path) await store.rewritePaths(tx, sid, entry.path, path);
+      if (name !== locked.name) {
+        if (await store.nameTaken(tx, sid, locked.parent, name, uuid)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
+        path = await renameOnDisk(tx, onRollback, backend, locked, name);
       }
-      return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translate);
+      return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translateSqlError);
     });
   }
 
@@ -194,12 +221,28 @@ export class RepositoryService {
   }
 
   async remove(p: Principal, sid: string, uuid: string, force: boolean): Promise<void> {
-    const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'delete');
     if (entry.parent === null) throw new AppError(403, 'ROOT_READONLY', 'the root collection cannot be deleted');
     if (!force) await this.refuseIfInUse(sid, entry, 'cannot delete');
-    await backend.remove(entry);
-    await store.deleteEntry(this.db, sid, uuid);
+    if (!(await this.removeEntry(sid, uuid))) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+  }
+
+  /**
+   * Deletes the entry, everything below it and the backend's objects (no
+   * rights checked: callers did). False when the entry is gone already.
+   */
+  async removeEntry(sid: string, uuid: string): Promise<boolean> {
+    const { backend } = this.backend(sid);
+    return this.db.transaction(async (tx) => {
+      // Locks the entry and everything below: a content write or rename in there waits, then finds it gone.
+      const locked = await store.lockSubtree(tx, sid, uuid);
+      if (!locked) return false;
+      if (locked.parent === null) throw new AppError(403, 'ROOT_READONLY', 'the root collection cannot be deleted');
+      await store.deleteEntry(tx, sid, uuid);
+      // The disk last: should COMMIT still fail, rows without files are what the next read drops.
+      await backend.remove(locked);
+      return true;
+    });
   }
 
   async openContent(p: Principal, sid: string, uuid: string, range?: { start: number; end: number }): Promise<{ entry: EntryRow; stream: Readable }> {
@@ -218,13 +261,25 @@ export class RepositoryService {
     if (entry.type !== 'document') throw notAcceptable('NOT_A_DOCUMENT', `entry ${uuid} is a collection; collections have no content`);
     if (!connector.capabilities.repository?.contentWrite) throw notAcceptable('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
     await this.refuseIfInUse(sid, entry, 'cannot change the content');
-    const written = await backend.writeContent(entry, source, this.maxUploadBytes);
-    // the new content and its preview job commit together
-    return this.db.transaction(async (tx) => {
-      const updated = await store.setContent(tx, sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
-      await this.requestPreview(updated, tx);
-      return updated;
-    });
+    // Bytes are staged first (the upload may take long); they replace the old content only under
+    // the row lock, so a DELETE of the entry either comes after (and removes them) or before
+    // (and this write fails with 404, leaving nothing behind: no file comes back). The new
+    // content and its preview job commit together.
+    const staged = backend.stageContent
+      ? await backend.stageContent(entry, source, this.maxUploadBytes)
+      : { ...(await backend.writeContent(entry, source, this.maxUploadBytes)), commit: async () => {}, discard: async () => {} };
+    try {
+      return await this.db.transaction(async (tx) => {
+        const locked = await store.getEntry(tx, sid, uuid, true);
+        if (!locked) throw notFound('ENTRY_NOT_FOUND', `entry ${uuid} was deleted while its content was written`, { sid, uuid });
+        await staged.commit(locked);
+        const updated = await store.setContent(tx, sid, uuid, { size: staged.size, mimeType, sha256: staged.sha256, version: staged.sha256 });
+        await this.requestPreview(updated, tx);
+        return updated;
+      });
+    } finally {
+      await staged.discard();
+    }
   }
 
   async deleteContent(p: Principal, sid: string, uuid: string): Promise<void> {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { metadataProblem, unstorableText } from './metadata-rules.js';
 
 /**
  * Request bodies of the repository routes. Read-only fields a client may send
@@ -17,9 +18,17 @@ const readOnly = {
   embedded: z.unknown().optional(),
 };
 
-const metadata = z.record(z.string().min(1).max(256), z.unknown());
+// Only values the database can store (metadata-rules.ts): refused here, before any disk change.
+const metadata = z.record(z.string().min(1).max(256), z.unknown()).superRefine((value, ctx) => {
+  const problem = metadataProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+});
 // a bound against huge strings only: the name rule itself is names.ts (400 INVALID_NAME)
 const name = z.string().min(1).max(1024);
+const owner = z.string().min(1).max(256).superRefine((value, ctx) => {
+  const why = unstorableText(value);
+  if (why) ctx.addIssue({ code: 'custom', message: `owner ${why}` });
+});
 
 export const createEntrySchema = z.strictObject({
   ...readOnly,
@@ -34,7 +43,7 @@ export const replaceEntrySchema = z.strictObject({
   name,
   type: z.enum(['document', 'collection']).optional(),
   metadata: metadata.default({}),
-  owner: z.string().min(1).max(256).nullable().optional(),
+  owner: owner.nullable().optional(),
 });
 
 export const patchEntrySchema = z.strictObject({
@@ -42,7 +51,7 @@ export const patchEntrySchema = z.strictObject({
   name: name.optional(),
   type: z.enum(['document', 'collection']).optional(),
   metadata: metadata.optional(),
-  owner: z.string().min(1).max(256).nullable().optional(),
+  owner: owner.nullable().optional(),
 });
 
 export const inactivesSchema = z.union([

@@ -3,7 +3,8 @@ import { lstat, mkdir, rename, rm, writeFile, type FileHandle } from 'node:fs/pr
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RepositoryBackend, WrittenContent } from '../connector.js';
+import type { RepositoryBackend, StagedContent, WrittenContent } from '../connector.js';
+import { mappingFsErrors, withFsErrors } from './fs-errors.js';
 import type { EntryRow } from '../../areas/repository/entry.js';
 import { AppError, conflict, forbidden, notFound } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
@@ -48,7 +49,17 @@ async function meteredWrite(source: Readable, sink: NodeJS.WritableStream, maxBy
  * checks keep reads and writes inside the root, but a rename may race.
  */
 export function filesystemBackend(root: string): RepositoryBackend {
-  return {
+  /** Where a document's content goes: its path, checked to be a file or nothing, never a symlink. */
+  async function placeFor(entry: EntryRow): Promise<string> {
+    const rel = relPathOf(entry);
+    const abs = await resolveParent(root, rel);
+    const existing = await lstat(abs).catch(() => undefined);
+    if (existing?.isSymbolicLink()) throw forbidden('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
+    if (existing && !existing.isFile()) throw conflict('NOT_A_DOCUMENT', `"${rel}" is not a file`);
+    return abs;
+  }
+
+  const backend: RepositoryBackend = {
     sync: (tx, collection, recursive) => syncCollection(tx, root, collection, recursive),
     refresh: (tx, entry) => refreshEntry(tx, root, entry),
 
@@ -154,25 +165,44 @@ export function filesystemBackend(root: string): RepositoryBackend {
     },
 
     async writeContent(entry, source, maxBytes): Promise<WrittenContent> {
-      if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have content');
-      const rel = relPathOf(entry);
-      const abs = await resolveParent(root, rel);
-      const existing = await lstat(abs).catch(() => undefined);
-      if (existing?.isSymbolicLink()) throw forbidden('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
-      if (existing && !existing.isFile()) throw conflict('NOT_A_DOCUMENT', `"${rel}" is not a file`);
-      // Same directory, so the final rename is atomic and never crosses a file system.
-      const tmp = path.join(path.dirname(abs), partFileName('.wcr-'));
-      const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
+      const staged = await backend.stageContent!(entry, source, maxBytes);
       try {
-        const written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024 }), maxBytes);
-        // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
-        await rename(tmp, abs);
-        return { ...written, path: rel };
+        await staged.commit();
+      } finally {
+        await staged.discard();
+      }
+      return { size: staged.size, sha256: staged.sha256, path: relPathOf(entry) };
+    },
+
+    async stageContent(entry, source, maxBytes): Promise<StagedContent> {
+      if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have content');
+      // Checked now so a doomed upload is refused before its bytes are read, and again at commit.
+      await placeFor(entry);
+      // In the root, not next to the file: a rename or move of the file or of a directory above it
+      // while the bytes arrive cannot carry the temp file away; the root holds the whole tree, so
+      // the final rename stays on one file system and is atomic.
+      const tmp = path.join(root, partFileName('.wcr-'));
+      const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
+      let written: { size: number; sha256: string };
+      try {
+        written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024 }), maxBytes);
       } catch (err) {
         await handle.close().catch(() => {});
         await rm(tmp, { force: true });
         throw err;
       }
+      let placed = false;
+      return {
+        ...written,
+        // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
+        commit: (current = entry) => mappingFsErrors(async () => {
+          await rename(tmp, await placeFor(current));
+          placed = true;
+        }),
+        discard: async () => {
+          if (!placed) await rm(tmp, { force: true });
+        },
+      };
     },
 
     async openContent(entry, range) {
@@ -210,4 +240,5 @@ export function filesystemBackend(root: string): RepositoryBackend {
       }
     },
   };
+  return withFsErrors(backend);
 }

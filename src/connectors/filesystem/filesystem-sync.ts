@@ -105,10 +105,18 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
     // readdir and lstat go by path: make sure they read the directory that was checked.
     await assertSameDirectory(abs, stats);
   } catch (err) {
+    // Deeper than the OS path limit (made by a local user): unreachable by path, so not listed;
+    // its rows stay as they are rather than failing every listing of the tree.
+    if ((err as NodeJS.ErrnoException | undefined)?.code === 'ENAMETOOLONG') return 0;
     if (!isGone(err)) throw err;
     // A missing root is an outage (unmounted volume?), never a reason to drop every row.
     if (dir.path === '') throw unavailable('ROOT_UNAVAILABLE', 'the repository root directory is not available');
-    await tx.query('DELETE FROM entries WHERE sid = $1 AND parent = $2', [sid, dir.uuid]);
+    // Only rows still below the old path: a collection renamed through the API holds its rows'
+    // locks while the disk already shows the new name; once it commits, its rows no longer match.
+    await tx.query(
+      `DELETE FROM entries WHERE sid = $1 AND parent = $2 AND left(path, length($3) + 1) = $3 || '/'`,
+      [sid, dir.uuid, dir.path],
+    );
     return 0;
   }
 
@@ -117,7 +125,7 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
     [sid, dir.uuid],
   );
   const byName = new Map(rows.map((r) => [r.name, r]));
-  const removed: string[] = [];
+  const removed: ChildRow[] = [];
   const added: DiskEntry[] = [];
   const changed: { row: ChildRow; entry: DiskEntry }[] = [];
   for (const entry of disk) {
@@ -126,15 +134,22 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
     if (!row) added.push(entry);
     else if (row.type !== entry.type) {
       // A file became a directory or the other way round: a different entry.
-      removed.push(row.uuid);
+      removed.push(row);
       added.push(entry);
     } else if (entry.type === 'document' && contentChanged(row, entry.stats)) changed.push({ row, entry });
   }
-  for (const row of byName.values()) removed.push(row.uuid);
+  for (const row of byName.values()) removed.push(row);
 
   // Deletes first: a replaced entry keeps its name, and names are unique per parent.
   for (let i = 0; i < removed.length; i += BATCH) {
-    await tx.query('DELETE FROM entries WHERE sid = $1 AND uuid = ANY($2::uuid[])', [sid, removed.slice(i, i + BATCH)]);
+    const chunk = removed.slice(i, i + BATCH);
+    // Only rows that still have the name and type seen: an entry renamed through the API meanwhile
+    // (disk renamed, row locked until COMMIT) is re-checked against its new row and kept.
+    await tx.query(
+      `DELETE FROM entries e USING unnest($2::uuid[], $3::text[], $4::text[]) AS x(uuid, name, type)
+        WHERE e.sid = $1 AND e.parent = $5 AND e.uuid = x.uuid AND e.name = x.name AND e.type = x.type`,
+      [sid, chunk.map((r) => r.uuid), chunk.map((r) => r.name), chunk.map((r) => r.type), dir.uuid],
+    );
   }
   for (let i = 0; i < added.length; i += BATCH) {
     const chunk = added.slice(i, i + BATCH);
@@ -209,10 +224,24 @@ export async function syncCollection(tx: Sql, root: string, collection: EntryRow
 }
 
 /**
+ * Deletes the row of an entry whose file is gone, unless the row's path moved
+ * meanwhile: a rename or move through the API holds the row lock while the
+ * disk already shows the new place, and this DELETE waits for it, then finds
+ * the new path. The entry is then checked again at its new place (once).
+ */
+async function dropUnlessMoved(tx: Sql, root: string, entry: EntryRow, retried: boolean): Promise<EntryRow | undefined> {
+  const { rowCount } = await tx.query('DELETE FROM entries WHERE sid = $1 AND uuid = $2 AND path = $3', [entry.sid, entry.uuid, entry.path]);
+  if (rowCount > 0 || retried) return undefined;
+  const { rows } = await tx.query<EntryRow>('SELECT * FROM entries WHERE sid = $1 AND uuid = $2', [entry.sid, entry.uuid]);
+  const now = rows[0];
+  return now && now.path !== entry.path ? refreshEntry(tx, root, now, true) : undefined;
+}
+
+/**
  * `RepositoryBackend.refresh`: the row as the file now is, or undefined (row
  * deleted) when the file is gone, has become a symlink or changed type.
  */
-export async function refreshEntry(tx: Sql, root: string, entry: EntryRow): Promise<EntryRow | undefined> {
+export async function refreshEntry(tx: Sql, root: string, entry: EntryRow, retried = false): Promise<EntryRow | undefined> {
   if (entry.path === null) return entry;
   let stats: Stats;
   try {
@@ -220,14 +249,12 @@ export async function refreshEntry(tx: Sql, root: string, entry: EntryRow): Prom
   } catch (err) {
     if (!isGone(err)) throw err;
     if (entry.path === '') throw unavailable('ROOT_UNAVAILABLE', 'the repository root directory is not available');
-    await tx.query('DELETE FROM entries WHERE sid = $1 AND uuid = $2', [entry.sid, entry.uuid]);
-    return undefined;
+    return dropUnlessMoved(tx, root, entry, retried);
   }
   const type = stats.isFile() ? 'document' : stats.isDirectory() ? 'collection' : undefined;
   if (type !== entry.type) {
     if (entry.path === '') throw unavailable('ROOT_UNAVAILABLE', 'the repository root is not a directory');
-    await tx.query('DELETE FROM entries WHERE sid = $1 AND uuid = $2', [entry.sid, entry.uuid]);
-    return undefined;
+    return dropUnlessMoved(tx, root, entry, retried);
   }
   if (type === 'collection' || !contentChanged(entry, stats)) return entry;
   const [updated] = await updateChanged(tx, entry.sid, [{ row: entry, entry: { stats } }]);
