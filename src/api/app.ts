@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Services } from '../runtime/services.js';
-import { methodNotAllowed, notFound, AppError } from '../errors/app-error.js';
+import { methodNotAllowed, notFound } from '../errors/app-error.js';
 import { errorHandler } from './middleware/error-handler.js';
 import { bodyTimeouts } from './middleware/body-timeout.js';
 import { nosniff } from './middleware/nosniff.js';
@@ -44,7 +44,14 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
       const allow = String(ctx.response.get('Allow') ?? '').split(/,\s*/).filter(Boolean);
       throw methodNotAllowed('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, allow);
     }
-    if (ctx.status === 501) throw new AppError(501, 'NOT_IMPLEMENTED', `${ctx.method} is not implemented`);
+    if (ctx.status === 501) {
+      // A method no route implements at all (PROPFIND, PURGE): answered as 405 with the
+      // path's Allow rather than 501, so a client error never counts as a server error.
+      const matched = ((ctx as unknown as { matched?: { methods: string[] }[] }).matched ?? []);
+      const allow = [...new Set(matched.flatMap((l) => l.methods))];
+      if (allow.length === 0) throw notFound('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+      throw methodNotAllowed('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, allow);
+    }
   });
 
   const open = new Router();
