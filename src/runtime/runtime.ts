@@ -7,6 +7,7 @@ import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
 import { jobHandlers } from '../worker/handlers.js';
 import { reconcile } from '../worker/reconciler.js';
 import { AREAS } from '../areas/index.js';
+import { enqueueOutbox } from '../connectors/ports.js';
 import { buildServices, httpOrigin } from './build-services.js';
 import type { Services } from './services.js';
 
@@ -87,7 +88,8 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     void s.queue.schedule('housekeeping.run', {}, config.queues.housekeepingIntervalMs)
       .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
     // connectors' own activity (intake) belongs to the worker side
-    await s.registry.start();
+    // (the outbox port enqueues directly until the transactional outbox lands)
+    s.registry.start({ db: s.db, outbox: enqueueOutbox(s.queue) });
     log.info({ concurrency: config.queues.concurrency }, 'workers running');
   }
 

@@ -1,5 +1,6 @@
 import { m001Init } from './001-init.js';
 import { m002RepoGenerations } from './002-repo-generations.js';
+import { m004ConnectorLeases } from './004-connector-leases.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
@@ -9,4 +10,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m004ConnectorLeases];
