@@ -24,6 +24,8 @@ export interface IntakeRunnerDeps {
   /** This process's lease holder id. */
   holder: string;
   log: Logger;
+  /** Pause before starting again after `start` failed (default 5 s). */
+  retryMs?: number;
 }
 
 /**
@@ -73,7 +75,7 @@ export class IntakeRunner {
         break;
       }
       const ok = await this.runOnce(lease);
-      if (!ok) await pause(RETRY_MS, this.stopping.signal);
+      if (!ok) await pause(this.deps.retryMs ?? RETRY_MS, this.stopping.signal);
     }
   }
 
