@@ -35,6 +35,7 @@ export function heartbeatIntake(intervalMs: number): IntakeFacet {
         return ports.state.put(key, beat);
       };
       await write(); // the first beat proves the run started (and fails the start when the database is down)
+      if (signal.aborted) return;
       timer = setInterval(() => {
         if (signal.aborted) return;
         inFlight = write().catch((err: unknown) => ports.log.warn({ err }, 'heartbeat not written'));
