@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PrintDeliveryError, type PrintBackend, type PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
 import { PRINT_BACKEND_TYPES, printBackendFor } from '../../../src/connectors/print-backends/registry.js';
-import { AppError } from '../../../src/errors/app-error.js';
+import type { AppError } from '../../../src/errors/app-error.js';
 import { createLogger } from '../../../src/logging/logger.js';
 
 /**

@@ -30,6 +30,7 @@ describe('directory print backend', () => {
       const ack = await backend.send(ticket(`job${i}`, name), Readable.from([Buffer.from(`n${i}`)]), signal);
       expect(ack.deviceJobId).toBe(deliveryName(ticket(`job${i}`, name)));
       expect(ack.deviceJobId!.startsWith(`job${i}-`)).toBe(true);
+      // eslint-disable-next-line no-control-regex -- the point is that control characters never reach a file name
       expect(ack.deviceJobId).not.toMatch(/[/\\\u0000\n]/);
       expect(await readFile(path.join(dir, ack.deviceJobId!), 'utf8')).toBe(`n${i}`);
     }
