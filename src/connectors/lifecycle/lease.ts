@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../logging/logger.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { leaseStore } from './lease-store.js';
@@ -35,7 +36,7 @@ export class Lease {
 
   /** True when this process holds the lease now. A database error counts as "not acquired". */
   async acquire(): Promise<boolean> {
-    const sent = Date.now();
+    const sent = performance.now(); // monotonic: a wall-clock jump must not stretch the deadline
     try {
       if (!(await leaseStore.acquire(this.db, this.name, this.holder, this.ttlMs))) return false;
     } catch (err) {
@@ -57,7 +58,7 @@ export class Lease {
     };
     this.onWatchdog = () => lost('not renewed in time');
     const tick = async () => {
-      const sent = Date.now();
+      const sent = performance.now();
       try {
         const renewed = await leaseStore.renew(this.db, this.name, this.holder, this.ttlMs);
         if (!this.held) return; // released meanwhile
@@ -84,7 +85,7 @@ export class Lease {
     clearTimeout(this.watchdog);
     // a tenth of the TTL as margin: stop before the database could hand the lease on
     const deadline = sentAt + this.ttlMs * 0.9;
-    this.watchdog = unref(setTimeout(() => this.onWatchdog(), Math.max(0, deadline - Date.now())));
+    this.watchdog = unref(setTimeout(() => this.onWatchdog(), Math.max(0, deadline - performance.now())));
   }
 
   private disarm(): void {
