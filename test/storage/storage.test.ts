@@ -5,6 +5,7 @@ import type { Database } from '../../src/storage/driver/database.js';
 import { openPostgres } from '../../src/storage/driver/postgres.js';
 import { openPglite } from '../../src/storage/driver/pglite.js';
 import { migrate } from '../../src/storage/migrate.js';
+import { MIGRATIONS } from '../../src/storage/migrations/index.js';
 import * as entries from '../../src/areas/repository/entry-store.js';
 import { parseListQuery } from '../../src/query/list-query.js';
 import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
@@ -38,7 +39,7 @@ for (const [name, open] of drivers) {
     let root: string;
     beforeAll(async () => {
       ({ db, drop } = await open());
-      expect(await migrate(db)).toEqual([1, 2]);
+      expect(await migrate(db)).toEqual(MIGRATIONS.map((m) => m.id));
       root = (await entries.ensureRoot(db, 'svc', null)).uuid;
     });
     afterAll(() => drop());
@@ -46,7 +47,7 @@ for (const [name, open] of drivers) {
     it('migrations apply once', async () => {
       expect(await migrate(db)).toEqual([]);
       const { rows } = await db.query<{ id: number }>('SELECT id FROM schema_migrations');
-      expect(rows.map((r) => r.id)).toEqual([1, 2]);
+      expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(MIGRATIONS.map((m) => m.id));
     });
 
     it('the root collection is created once, with a stable id', async () => {
