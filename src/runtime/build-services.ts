@@ -32,6 +32,8 @@ export function devIssuerUrl(config: AppConfig, port = config.server.port): stri
 export async function buildServices(config: AppConfig, log: Logger, port = config.server.port): Promise<Services> {
   const blobs = new BlobStore(path.join(config.dataDir, 'blobs'));
   await blobs.init();
+  // connector options are checked before anything slow is opened: a bad service fails the start at once
+  const registry = await ConnectorRegistry.create(config, blobs, log);
   const db = await openDatabase(config);
   const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }) });
   try {
@@ -47,7 +49,6 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       verifier = new TokenVerifier({ issuer: devIssuer.issuer, ...vopts }, log.child({ component: 'auth' }), devIssuer.keySet());
       log.warn({ issuer: devIssuer.issuer }, 'no OIDC_ISSUER set: using the built-in development issuer (mint tokens with `npm run token`)');
     }
-    const registry = await ConnectorRegistry.create(config, blobs, log);
     const repository = new RepositoryService(db, registry, permissions, queue, config.server.maxUploadBytes);
     const commands = new CommandService(db, repository, permissions, queue, config.commands.expirySec);
     return { config, log, db, blobs, queue, metrics, permissions, verifier, devIssuer, registry, repository, commands };
