@@ -69,11 +69,5 @@ export interface ConnectorType {
   create(ctx: ConnectorContext): Promise<Connector> | Connector;
 }
 
-/** The facet names, as `GET /v1/services` reports them. */
-export const FACETS = ['repository', 'tasks', 'intake', 'functions'] as const;
-export type FacetName = (typeof FACETS)[number];
-
-/** The facets an instance has. */
-export function facetsOf(c: Connector): FacetName[] {
-  return FACETS.filter((f) => c[f] !== undefined);
-}
+/** The facet names (the optional members of `Connector`), as `GET /v1/services` reports them. */
+export type FacetName = 'repository' | 'tasks' | 'intake' | 'functions';
