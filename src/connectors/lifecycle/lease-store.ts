@@ -31,11 +31,4 @@ export const leaseStore = {
   async release(db: Sql, name: string, holder: string): Promise<void> {
     await db.query('DELETE FROM connector_leases WHERE name = $1 AND holder = $2', [name, holder]);
   },
-
-  async holderOf(db: Sql, name: string): Promise<{ holder: string; expires: Date } | undefined> {
-    const { rows } = await db.query<{ holder: string; expires: Date }>(
-      'SELECT holder, expires FROM connector_leases WHERE name = $1 AND expires > now()', [name],
-    );
-    return rows[0];
-  },
 };
