@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { IntakeFacet } from '../facets/intake.js';
 
 /** The heartbeat's state key for this process (`heartbeat/<host>:<pid>`). */
-export const heartbeatKey = () => `heartbeat/${hostname()}:${process.pid}`;
+const heartbeatKey = () => `heartbeat/${hostname()}:${process.pid}`;
 
 /** What a heartbeat records. */
 export interface Heartbeat {
