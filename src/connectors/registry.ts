@@ -3,7 +3,13 @@ import type { BlobStore } from '../blobs/blob-store.js';
 import type { Logger } from '../logging/logger.js';
 import { ConfigError } from '../config/load.js';
 import { notFound } from '../errors/app-error.js';
+import type { Database } from '../storage/driver/database.js';
 import type { Connector, ConnectorType } from './connector.js';
+import type { IntakeFacet } from './facets/intake.js';
+import { IntakeRunner } from './lifecycle/intake-runner.js';
+import { newHolderId } from './lifecycle/lease.js';
+import { stateStore } from './lifecycle/state-store.js';
+import type { OutboxPort } from './ports.js';
 import { storeConnectorType } from './store/store-connector.js';
 import { filesystemConnectorType } from './filesystem/filesystem-connector.js';
 import { mockConnectorType } from './mock/mock-connector.js';
@@ -11,10 +17,21 @@ import { mockConnectorType } from './mock/mock-connector.js';
 /** Every connector type, in one place. */
 export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType, mockConnectorType];
 
+/** What the worker side hands the registry to start the running facets with. */
+export interface ConnectorRuntime {
+  db: Database;
+  outbox: OutboxPort;
+}
+
 /** The configured services (`{sid}` -> connector instance). */
 export class ConnectorRegistry {
+  private runners: IntakeRunner[] = [];
+  /** This process as a lease holder (`host:pid:random`). */
+  readonly holder = newHolderId();
+
   private constructor(
     private readonly services: Map<string, { connector: Connector; config: AppConfig['services'][string] }>,
+    private readonly log: Logger,
   ) {}
 
   static async create(config: AppConfig, blobs: BlobStore, log: Logger, types = CONNECTOR_TYPES): Promise<ConnectorRegistry> {
@@ -34,7 +51,7 @@ export class ConnectorRegistry {
         throw new ConfigError(`services.${sid}.options: ${detail}`);
       }
     }
-    return new ConnectorRegistry(services);
+    return new ConnectorRegistry(services, log);
   }
 
   list(): { sid: string; connector: Connector; config: AppConfig['services'][string] }[] {
@@ -54,11 +71,27 @@ export class ConnectorRegistry {
     return svc.config;
   }
 
-  async start(): Promise<void> {
-    for (const { connector } of this.services.values()) await connector.start?.();
+  /**
+   * Starts the facets that run on their own (intake), in worker processes
+   * only; single-instance ones wait for their lease in the background, so
+   * this returns at once.
+   */
+  start(rt: ConnectorRuntime): void {
+    if (this.runners.length > 0) return;
+    for (const { connector } of this.services.values()) {
+      if (!connector.intake) continue;
+      const log = this.log.child({ sid: connector.sid, component: 'intake' });
+      const ports = { log, outbox: rt.outbox, state: stateStore(rt.db, connector.sid) };
+      const runner = new IntakeRunner(connector as Connector & { intake: IntakeFacet }, { db: rt.db, ports, holder: this.holder, log });
+      runner.start();
+      this.runners.push(runner);
+    }
   }
 
+  /** Stops the running facets in reverse order (each releases its lease). */
   async stop(): Promise<void> {
-    for (const { connector } of [...this.services.values()].reverse()) await connector.stop?.().catch(() => {});
+    const runners = this.runners.reverse();
+    this.runners = [];
+    for (const r of runners) await r.stop();
   }
 }

@@ -36,6 +36,8 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
   const blobs = new BlobStore(path.join(config.dataDir, 'blobs'));
   const swept = await blobs.init();
   if (swept.removed > 0) log.info({ removed: swept.removed, bytes: swept.bytes, dir: 'blobs/tmp' }, 'removed part files left by stopped processes');
+  // connector options are checked before anything slow is opened: a bad service fails the start at once
+  const registry = await ConnectorRegistry.create(config, blobs, log);
   const db = await openDatabase(config);
   const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }), lockDurationMs: config.queues.lockDurationMs });
   try {
@@ -53,7 +55,6 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       verifier = new TokenVerifier({ issuer: devIssuer.issuer, ...vopts }, log.child({ component: 'auth' }), devIssuer.keySet());
       log.warn({ issuer: devIssuer.issuer }, 'no OIDC_ISSUER set: using the built-in development issuer (mint tokens with `npm run token`)');
     }
-    const registry = await ConnectorRegistry.create(config, blobs, log);
     // jobs committed in this process wake its relay at once; other processes hear the NOTIFY
     const relay = new OutboxRelay(db, queue, log.child({ component: 'outbox' }));
     const outbox = createOutbox(relay);

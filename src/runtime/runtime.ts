@@ -9,6 +9,7 @@ import { reconcile } from '../worker/reconciler.js';
 import { AREAS } from '../areas/index.js';
 import type { Area } from '../areas/area.js';
 import { LongLivedResponses } from '../api/long-lived.js';
+import { outboxPort } from '../connectors/ports.js';
 import { buildServices, httpOrigin } from './build-services.js';
 import type { Services } from './services.js';
 
@@ -123,7 +124,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
       .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
     // connectors' own activity (intake) belongs to the worker side
-    await s.registry.start();
+    s.registry.start({ db: s.db, outbox: outboxPort(s.outbox, s.db) });
     log.info({ concurrency: config.queues.concurrency }, 'workers running');
   }
 

@@ -29,8 +29,7 @@ export class CommandService {
 
   /** 404 unless the service has a repository that runs commands (and `command`, when named). */
   private supports(sid: string, command?: CommandName): void {
-    const { connector } = this.repo.backend(sid);
-    const cmds = connector.capabilities.repository?.commands ?? [];
+    const cmds = this.repo.backend(sid).backend.commands;
     if (cmds.length === 0) throw notFound('NO_COMMANDS', `service "${sid}" does not run repository commands`, { sid });
     if (command && !cmds.includes(command)) throw notFound('COMMAND_UNSUPPORTED', `service "${sid}" does not run the ${command} command`, { sid, command });
   }

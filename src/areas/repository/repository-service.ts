@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { SHARED, type Policy, type Target } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
-import type { Connector, RepositoryBackend } from '../../connectors/connector.js';
+import type { Connector, RepositoryFacet } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, badRequest, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
@@ -76,9 +76,9 @@ export class RepositoryService {
   ) {}
 
   /** The connector's repository backend, or 404 when the service has none. */
-  backend(sid: string): { connector: Connector; backend: RepositoryBackend } {
+  backend(sid: string): { connector: Connector; backend: RepositoryFacet } {
     const connector = this.registry.get(sid);
-    if (!connector.capabilities.repository || !connector.repository) {
+    if (!connector.repository) {
       throw notFound('NO_REPOSITORY', `service "${sid}" has no document repository`, { sid });
     }
     return { connector, backend: connector.repository };
@@ -256,10 +256,10 @@ export class RepositoryService {
   }
 
   async writeContent(p: Principal, sid: string, uuid: string, source: Readable, mimeType: string): Promise<EntryRow> {
-    const { connector, backend } = this.backend(sid);
+    const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'write');
     if (entry.type !== 'document') throw notAcceptable('NOT_A_DOCUMENT', `entry ${uuid} is a collection; collections have no content`);
-    if (!connector.capabilities.repository?.contentWrite) throw notAcceptable('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
+    if (!backend.contentWrite) throw notAcceptable('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
     await this.refuseIfInUse(sid, entry, 'cannot change the content');
     // Bytes are staged first (the upload may take long); they replace the old content only under
     // the row lock, so a DELETE of the entry either comes after (and removes them) or before
@@ -283,10 +283,10 @@ export class RepositoryService {
   }
 
   async deleteContent(p: Principal, sid: string, uuid: string): Promise<void> {
-    const { connector, backend } = this.backend(sid);
+    const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'write');
     if (entry.type !== 'document') throw methodNotAllowed('NOT_A_DOCUMENT', `entry ${uuid} is a collection; it has no content`);
-    if (!connector.capabilities.repository?.contentDelete || !backend.deleteContent) {
+    if (!backend.contentDelete || !backend.deleteContent) {
       throw methodNotAllowed('CONTENT_DELETE_UNSUPPORTED', `service "${sid}" keeps content with every document; delete the document instead`);
     }
     await this.refuseIfInUse(sid, entry, 'cannot delete the content');

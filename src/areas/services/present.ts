@@ -1,9 +1,13 @@
 import type { Connector } from '../../connectors/connector.js';
 import type { ServiceConfig } from '../../config/schema.js';
 
-/** A service as `GET /v1/services` shows it: what it is and what its connector can do. */
+/**
+ * A service as `GET /v1/services` shows it: what it is and what its connector
+ * can do. The capabilities follow from the facets the connector has; there
+ * are no separate flags to keep in step.
+ */
 export function presentService(sid: string, connector: Connector, config: ServiceConfig) {
-  const caps = connector.capabilities;
+  const { repository, tasks, functions, intake } = connector;
   const base = `/v1/services/${encodeURIComponent(sid)}`;
   return {
     sid,
@@ -11,18 +15,17 @@ export function presentService(sid: string, connector: Connector, config: Servic
     title: config.title ?? sid,
     description: config.description ?? '',
     capabilities: {
-      repository: !!caps.repository,
-      commands: caps.repository?.commands ?? [],
-      tasks: caps.tasks ? { actions: caps.tasks.actions } : null,
-      functions: !!caps.functions,
-      intake: !!caps.intake,
+      repository: !!repository,
+      commands: repository?.commands ?? [],
+      tasks: tasks ? { actions: tasks.actions } : null,
+      functions: !!functions,
+      intake: !!intake,
     },
     links: {
       self: { href: base },
-      ...(caps.repository ? { repo: { href: `${base}/repo` } } : {}),
-      ...(caps.tasks ? { tasks: { href: `${base}/tasks` } } : {}),
-      ...(caps.functions ? { functions: { href: `${base}/function` } } : {}),
+      ...(repository ? { repo: { href: `${base}/repo` } } : {}),
+      ...(tasks ? { tasks: { href: `${base}/tasks` } } : {}),
+      ...(functions ? { functions: { href: `${base}/function` } } : {}),
     },
   };
 }
-

@@ -27,6 +27,7 @@ const COMMANDS: readonly CommandName[] = ['copy', 'move', 'delete', 'import', 'p
 export const filesystemConnectorType: ConnectorType = {
   type: 'filesystem',
   description: 'Repository over a directory tree (files are the documents, directories the collections)',
+  examples: [{ root: 'files' }],
   async create(ctx): Promise<Connector> {
     const options = optionsSchema.parse(ctx.config.options);
     const configured = path.resolve(ctx.dataDir, options.root);
@@ -44,8 +45,7 @@ export const filesystemConnectorType: ConnectorType = {
     return {
       sid: ctx.sid,
       type: 'filesystem',
-      capabilities: { repository: { commands: COMMANDS, contentDelete: false, contentWrite: true } },
-      repository: filesystemBackend(root),
+      repository: { ...filesystemBackend(root), commands: COMMANDS, contentDelete: false, contentWrite: true },
     };
   },
 };

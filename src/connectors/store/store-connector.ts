@@ -30,13 +30,13 @@ export function storeBackend(blobs: BlobStore): RepositoryBackend {
 export const storeConnectorType: ConnectorType = {
   type: 'store',
   description: 'Built-in document repository (database records, content-addressed blobs)',
+  examples: [{}, { commands: [] }],
   create(ctx): Connector {
     const options = optionsSchema.parse(ctx.config.options);
     return {
       sid: ctx.sid,
       type: 'store',
-      capabilities: { repository: { commands: options.commands, contentDelete: true, contentWrite: true } },
-      repository: storeBackend(ctx.blobs),
+      repository: { ...storeBackend(ctx.blobs), commands: options.commands, contentDelete: true, contentWrite: true },
     };
   },
 };

@@ -29,7 +29,7 @@ describe('filesystemConnectorType', () => {
     const connector = await filesystemConnectorType.create(ctx({ root: 'repo/files' }));
     expect((await stat(join(env.dir, 'repo', 'files'))).isDirectory()).toBe(true);
     expect(connector.type).toBe('filesystem');
-    expect(connector.capabilities.repository).toEqual({
+    expect(connector.repository).toMatchObject({
       commands: ['copy', 'move', 'delete', 'import', 'preview'], contentDelete: false, contentWrite: true,
     });
     expect(connector.repository?.sync).toBeTypeOf('function');

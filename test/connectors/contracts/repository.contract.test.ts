@@ -1,32 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BlobStore } from '../../src/blobs/blob-store.js';
-import type { RepositoryBackend } from '../../src/connectors/connector.js';
-import { filesystemBackend } from '../../src/connectors/filesystem/filesystem-connector.js';
-import { storeBackend } from '../../src/connectors/store/store-connector.js';
-import type { EntryRow } from '../../src/areas/repository/entry.js';
-import { AppError } from '../../src/errors/app-error.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { COMMAND_NAMES, type RepositoryFacet } from '../../../src/connectors/connector.js';
+import type { EntryRow } from '../../../src/areas/repository/entry.js';
+import { AppError } from '../../../src/errors/app-error.js';
+import { exampleInstances } from './instances.js';
 
 /**
- * The contract every RepositoryBackend keeps, run against each implementation:
+ * The contract of the `repository` facet, run against every registered
+ * connector type's examples that have one: what it declares is consistent,
  * bytes written come back the same (whole, by range, through contentPath),
  * survive copy, rename and move, and a refused write changes nothing.
  */
-const implementations: [string, (dir: string) => Promise<RepositoryBackend>][] = [
-  ['store', async (dir) => {
-    const blobs = new BlobStore(path.join(dir, 'blobs'));
-    await blobs.init();
-    return storeBackend(blobs);
-  }],
-  ['filesystem', async (dir) => {
-    await mkdir(path.join(dir, 'root'));
-    return filesystemBackend(await realpath(path.join(dir, 'root')));
-  }],
-];
+const { instances, cleanup } = await exampleInstances('repository');
+afterAll(cleanup);
+
+it('the built-in repositories take part', () => {
+  const types = instances.map((i) => i.connector.type);
+  expect(types).toContain('store');
+  expect(types).toContain('filesystem');
+});
 
 async function text(stream: Readable | undefined): Promise<string | undefined> {
   if (!stream) return undefined;
@@ -35,10 +29,9 @@ async function text(stream: Readable | undefined): Promise<string | undefined> {
   return Buffer.concat(parts).toString();
 }
 
-for (const [name, make] of implementations) {
-  describe(`RepositoryBackend contract: ${name}`, () => {
-    let dir: string;
-    let backend: RepositoryBackend;
+for (const { label, connector } of instances) {
+  describe(`repository facet: ${label}`, () => {
+    const backend: RepositoryFacet = connector.repository!;
     const root: EntryRow = {
       uuid: randomUUID(), sid: 'contract', parent: null, name: '', type: 'collection', metadata: {}, creator: null, owner: null,
       created: new Date(), modified: new Date(), size: null, mime_type: null, sha256: null, content_version: null, path: '',
@@ -56,11 +49,12 @@ for (const [name, make] of implementations) {
       return { ...entry, size: w.size, sha256: w.sha256, content_version: w.sha256, path: w.path ?? entry.path };
     };
 
-    beforeAll(async () => {
-      dir = await mkdtemp(path.join(os.tmpdir(), `wcr-contract-${name}-`));
-      backend = await make(dir);
+    it('declares what it does: known commands, a deleteContent when content deletion is offered, sync with refresh', () => {
+      expect(backend.commands.every((c) => (COMMAND_NAMES as readonly string[]).includes(c))).toBe(true);
+      expect(new Set(backend.commands).size).toBe(backend.commands.length);
+      if (backend.contentDelete) expect(backend.deleteContent).toBeTypeOf('function');
+      expect(typeof backend.sync).toBe(typeof backend.refresh);
     });
-    afterAll(() => rm(dir, { recursive: true, force: true }));
 
     it('write, read whole and by range, and through contentPath', async () => {
       const doc = await write(await create(root, 'a.txt', 'document'), 'hello contract');

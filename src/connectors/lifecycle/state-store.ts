@@ -1,0 +1,46 @@
+import type { Sql } from '../../storage/driver/database.js';
+import type { ConnectorStateStore, StateEntry } from '../ports.js';
+
+interface Row {
+  key: string;
+  value: unknown;
+  updated: Date;
+}
+
+/** Escapes LIKE wildcards so a prefix is matched literally. */
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** The SQL of `connector_state`, scoped to one service. */
+export function stateStore(db: Sql, sid: string): ConnectorStateStore {
+  return {
+    async get(key) {
+      const { rows } = await db.query<Row>('SELECT key, value, updated FROM connector_state WHERE sid = $1 AND key = $2', [sid, key]);
+      return rows[0];
+    },
+    async put(key, value) {
+      await db.query(
+        `INSERT INTO connector_state (sid, key, value) VALUES ($1, $2, $3::jsonb)
+         ON CONFLICT (sid, key) DO UPDATE SET value = EXCLUDED.value, updated = now()`,
+        [sid, key, JSON.stringify(value)],
+      );
+    },
+    async putIfAbsent(key, value) {
+      const { rowCount } = await db.query(
+        'INSERT INTO connector_state (sid, key, value) VALUES ($1, $2, $3::jsonb) ON CONFLICT (sid, key) DO NOTHING',
+        [sid, key, JSON.stringify(value)],
+      );
+      return rowCount > 0;
+    },
+    async delete(key) {
+      const { rowCount } = await db.query('DELETE FROM connector_state WHERE sid = $1 AND key = $2', [sid, key]);
+      return rowCount > 0;
+    },
+    async list(prefix, limit = 1000): Promise<StateEntry[]> {
+      const { rows } = await db.query<Row>(
+        `SELECT key, value, updated FROM connector_state WHERE sid = $1 AND key LIKE $2 ESCAPE '\\' ORDER BY key LIMIT $3`,
+        [sid, likePrefix(prefix), Math.max(1, Math.min(limit, 10_000))],
+      );
+      return rows;
+    },
+  };
+}

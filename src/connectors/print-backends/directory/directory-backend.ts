@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { constants, createWriteStream } from 'node:fs';
+import { access, link, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { badRequest } from '../../../errors/app-error.js';
+import { PrintDeliveryError, type PrintBackend, type PrintBackendType, type PrintTicket } from '../print-backend.js';
+
+const JOB_ID = /^[A-Za-z0-9_-]{1,80}$/;
+
+/** `<jobId>-<name>` with the name reduced to safe characters: never a path, never hidden. */
+export function deliveryName(ticket: PrintTicket): string {
+  const safe = ticket.name.normalize('NFC').replace(/[^A-Za-z0-9._ -]/g, '_').replace(/^[.\s]+/, '').slice(0, 150).trim();
+  return `${ticket.jobId}-${safe || 'document'}`;
+}
+
+const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+
+/**
+ * A directory as a printer (`file:///dir`): one file per job, for RIPs and
+ * archives that pick files up. A job is written under a hidden temporary
+ * name, synced, then linked to its final name, so a reader never sees a
+ * partial file; the link fails when the job's file exists, so a second
+ * delivery of a job is refused (`duplicate`) instead of overwriting the
+ * first. The directory must exist: a missing one is an offline printer.
+ */
+export class DirectoryBackend implements PrintBackend {
+  readonly connection: string;
+
+  constructor(private readonly dir: string) {
+    this.connection = pathToFileURL(dir).href;
+  }
+
+  async send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<{ deviceJobId: string; message: string }> {
+    if (!JOB_ID.test(ticket.jobId)) throw new PrintDeliveryError('refused', `job id "${ticket.jobId.slice(0, 80)}" cannot name a file`);
+    const name = deliveryName(ticket);
+    const final = path.join(this.dir, name);
+    const temp = path.join(this.dir, `.${ticket.jobId}.${randomBytes(6).toString('hex')}.part`);
+    if (signal.aborted) {
+      content.destroy();
+      throw new PrintDeliveryError('not-delivered', 'aborted before sending', { cause: signal.reason });
+    }
+    try {
+      // `wx`: never an existing file; `flush`: synced to disk before it counts as written
+      await pipeline(content, createWriteStream(temp, { flags: 'wx', mode: 0o644, flush: true }), { signal });
+    } catch (err) {
+      content.destroy();
+      await unlink(temp).catch(() => {});
+      throw new PrintDeliveryError('not-delivered', `job not written to ${this.dir} (${code(err)})`, { cause: err });
+    }
+    try {
+      await link(temp, final);
+    } catch (err) {
+      await unlink(temp).catch(() => {});
+      if (code(err) === 'EEXIST') throw new PrintDeliveryError('duplicate', `${name} was already delivered`, { cause: err });
+      throw new PrintDeliveryError('not-delivered', `job not written (${code(err)})`, { cause: err });
+    }
+    // the job is delivered; a leftover hidden temporary name is harmless
+    await unlink(temp).catch(() => {});
+    return { deviceJobId: name, message: `written to ${final}` };
+  }
+
+  async checkPhysical(): Promise<{ reachable: boolean; message: string; checked: Date }> {
+    const checked = new Date();
+    try {
+      if (!(await stat(this.dir)).isDirectory()) return { reachable: false, message: `${this.dir} is not a directory`, checked };
+      await access(this.dir, constants.W_OK);
+      return { reachable: true, message: 'directory writable', checked };
+    } catch (err) {
+      return { reachable: false, message: `${this.dir}: ${code(err)}`, checked };
+    }
+  }
+}
+
+export const directoryBackendType: PrintBackendType = {
+  name: 'directory',
+  schemes: ['file'],
+  description: 'Writes each job as one file into a directory (file:///path)',
+  detectsDuplicates: true,
+  create(url) {
+    if (url.host !== '' && url.host !== 'localhost') throw badRequest('INVALID_CONNECTION', 'a file:// connection names a local directory: file:///path');
+    if (url.search || url.hash || url.username || url.password) throw badRequest('INVALID_CONNECTION', 'a file:// connection has no query, fragment or credentials');
+    const dir = path.resolve(fileURLToPath(url));
+    return new DirectoryBackend(dir);
+  },
+};

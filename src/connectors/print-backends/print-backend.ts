@@ -1,0 +1,85 @@
+import type { Readable } from 'node:stream';
+import type { Logger } from '../../logging/logger.js';
+
+/** What the device is told about a job; the bytes come as a stream. */
+export interface PrintTicket {
+  /** The print job's id (letters, digits, `_`, `-`): names the delivery. */
+  jobId: string;
+  /** Document name (may become a file name; backends sanitize it). */
+  name: string;
+  user: string;
+  mimeType: string;
+  copies: number;
+  /** Byte length when known (LPR announces it before the data). */
+  size?: number;
+}
+
+/** The device took the job. */
+export interface Acknowledgement {
+  /** The device's own id for the job (IPP job-id, the file written), when it has one. */
+  deviceJobId?: string;
+  message: string;
+}
+
+/**
+ * How a delivery failed, which decides what dispatch may do next (DESIGN.md
+ * section 7: a job is handed to a device at most once):
+ *
+ * - `not-delivered`: nothing reached the device (unreachable, full disk, the
+ *   source failed first, aborted before the first byte): sending it again is
+ *   safe, so the job can be postponed and retried;
+ * - `refused`: the device answered and refused the job: retrying will not help;
+ * - `uncertain`: bytes reached the device but no acknowledgement came:
+ *   sending again could print twice, so an operator decides;
+ * - `duplicate`: the device already holds this job id; nothing was changed.
+ */
+export type DeliveryFailure = 'not-delivered' | 'refused' | 'uncertain' | 'duplicate';
+
+/** The only error `send` rejects with. */
+export class PrintDeliveryError extends Error {
+  override readonly name = 'PrintDeliveryError';
+  constructor(readonly kind: DeliveryFailure, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Result of a device probe (`checkPhysical`), stored on the printer. */
+export interface PhysicalState {
+  reachable: boolean;
+  message: string;
+  checked: Date;
+  details?: Record<string, string | number | boolean>;
+}
+
+/**
+ * One device behind a printer's `connection` URL (`ipp://`, `ipps://`,
+ * `socket://host:9100`, `lpr://host/queue`, `file:///dir`).
+ */
+export interface PrintBackend {
+  /** The connection URL, normalized, without credentials (for logs and the printer record). */
+  readonly connection: string;
+  /**
+   * Hands one job to the device, reading `content` once. It never retries on
+   * its own once a byte has left: a failure after that is `uncertain`, and the
+   * caller records it. Resolves when the device acknowledged the job; rejects
+   * only with `PrintDeliveryError`. `signal` aborts a delivery in progress.
+   */
+  send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<Acknowledgement>;
+  /** Probes the device (IPP Get-Printer-Attributes, TCP connect, directory writable); never throws. */
+  checkPhysical(signal: AbortSignal): Promise<PhysicalState>;
+}
+
+/** A kind of device, registered once in `print-backends/registry.ts`. */
+export interface PrintBackendType {
+  readonly name: string;
+  /** URL schemes it serves, without `:`. */
+  readonly schemes: readonly string[];
+  readonly description: string;
+  /** Whether a second `send` of the same job id is refused as `duplicate` (the device can tell). */
+  readonly detectsDuplicates: boolean;
+  /**
+   * Checks the URL (400 `INVALID_CONNECTION` naming the problem) and builds a
+   * backend; does not touch the device.
+   */
+  create(url: URL, ctx: { log: Logger }): PrintBackend;
+}

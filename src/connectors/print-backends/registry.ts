@@ -1,0 +1,28 @@
+import { badRequest } from '../../errors/app-error.js';
+import type { Logger } from '../../logging/logger.js';
+import type { PrintBackend, PrintBackendType } from './print-backend.js';
+import { directoryBackendType } from './directory/directory-backend.js';
+
+/**
+ * Every print backend, in one place (a registry of its own: print backends
+ * are devices behind printers, not services). IPP, raw socket and LPR join
+ * this list as they are built.
+ */
+export const PRINT_BACKEND_TYPES: readonly PrintBackendType[] = [directoryBackendType];
+
+/** The backend for a printer's `connection`: 400 when it does not parse or no backend serves its scheme. */
+export function printBackendFor(connection: string, ctx: { log: Logger }, types = PRINT_BACKEND_TYPES): PrintBackend {
+  let url: URL;
+  try {
+    url = new URL(connection);
+  } catch {
+    throw badRequest('INVALID_CONNECTION', `"${connection.slice(0, 200)}" is not a URL (e.g. ipp://host/printer, file:///var/spool/out)`);
+  }
+  const scheme = url.protocol.replace(/:$/, '');
+  const type = types.find((t) => t.schemes.includes(scheme));
+  if (!type) {
+    const known = types.flatMap((t) => t.schemes);
+    throw badRequest('UNSUPPORTED_CONNECTION', `no print backend for ${scheme}:// (known: ${known.join(', ')})`, { scheme, known });
+  }
+  return type.create(url, ctx);
+}

@@ -1,0 +1,69 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { BlobStore } from '../../../src/blobs/blob-store.js';
+import type { Connector, ConnectorPorts, FacetName } from '../../../src/connectors/connector.js';
+import { stateStore } from '../../../src/connectors/lifecycle/state-store.js';
+import { outboxPort } from '../../../src/connectors/ports.js';
+import { createOutbox } from '../../../src/outbox/outbox.js';
+import { CONNECTOR_TYPES } from '../../../src/connectors/registry.js';
+import { createLogger } from '../../../src/logging/logger.js';
+import type { Database } from '../../../src/storage/driver/database.js';
+import { openPostgres } from '../../../src/storage/driver/postgres.js';
+import { migrate } from '../../../src/storage/migrate.js';
+import { TEST_DATABASE_URL, uniqueName } from '../../helpers/env.js';
+
+/** One connector instance built from a type's example options, in a data directory of its own. */
+export interface ExampleInstance {
+  /** `<type> <options as JSON>`, for test names. */
+  label: string;
+  connector: Connector;
+  dataDir: string;
+}
+
+/**
+ * Every example of every registered connector type, built as the registry
+ * would build it. The facet suites pick the instances that have their facet,
+ * so a new type (or a new facet on an old one) is tested without editing them.
+ */
+export async function exampleInstances(facet: FacetName): Promise<{ instances: ExampleInstance[]; cleanup(): Promise<void> }> {
+  const instances: ExampleInstance[] = [];
+  for (const type of CONNECTOR_TYPES) {
+    for (const options of type.examples) {
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), `wcr-contract-${type.type}-`));
+      const blobs = new BlobStore(path.join(dataDir, 'blobs'));
+      await blobs.init();
+      const sid = uniqueName('c').slice(0, 40);
+      const connector = await type.create({ sid, config: { type: type.type, enabled: true, options }, dataDir, blobs, log: createLogger('silent') });
+      if (connector[facet]) instances.push({ label: `${type.type} ${JSON.stringify(options)}`, connector, dataDir });
+      else await rm(dataDir, { recursive: true, force: true });
+    }
+  }
+  return {
+    instances,
+    cleanup: async () => {
+      for (const i of instances) await rm(i.dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A schema of its own; `ports(sid)` builds what the runtime hands a connector. */
+export async function openContractEnv(): Promise<{ db: Database; ports(sid: string): ConnectorPorts; close(): Promise<void> }> {
+  const schema = uniqueName('contract');
+  const db = await openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 4 });
+  await migrate(db);
+  const log = createLogger('silent');
+  return {
+    db,
+    // jobs stay in the outbox table (no relay): the suites check what a connector asks for, not Redis
+    ports: (sid) => ({ log, outbox: outboxPort(createOutbox(), db), state: stateStore(db, sid) }),
+    close: async () => {
+      await db.close();
+      const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    },
+  };
+}
