@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Services } from '../runtime/services.js';
-import { methodNotAllowed, notFound } from '../errors/app-error.js';
+import { AppError, methodNotAllowed } from '../errors/app-error.js';
 import { errorHandler } from './middleware/error-handler.js';
 import { bodyTimeouts } from './middleware/body-timeout.js';
 import { nosniff } from './middleware/nosniff.js';
@@ -39,7 +39,7 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
   app.use(async (ctx, next) => {
     await next();
     if (ctx.body != null) return;
-    if (ctx.status === 404) throw notFound('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    if (ctx.status === 404) throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
     if (ctx.status === 405) {
       const allow = String(ctx.response.get('Allow') ?? '').split(/,\s*/).filter(Boolean);
       throw methodNotAllowed('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, allow);
@@ -49,7 +49,7 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
       // path's Allow rather than 501, so a client error never counts as a server error.
       const matched = ((ctx as unknown as { matched?: { methods: string[] }[] }).matched ?? []);
       const allow = [...new Set(matched.flatMap((l) => l.methods))];
-      if (allow.length === 0) throw notFound('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+      if (allow.length === 0) throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
       throw methodNotAllowed('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, allow);
     }
   });

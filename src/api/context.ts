@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Principal } from '../auth/principal.js';
-import { badRequest } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import type { RawQuery } from '../query/list-query.js';
 import type { LongLivedResponses } from './long-lived.js';
 
@@ -24,7 +24,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A path parameter that must be a UUID (400 otherwise: nothing else reaches storage). */
 export function uuidParam(ctx: Context, name: string): string {
   const value = (ctx.params as Record<string, string>)[name] ?? '';
-  if (!UUID.test(value)) throw badRequest('INVALID_UUID', `"${value.slice(0, 80)}" is not a UUID`, { parameter: name });
+  if (!UUID.test(value)) throw new AppError('INVALID_UUID', `"${value.slice(0, 80)}" is not a UUID`, { parameter: name });
   return value.toLowerCase();
 }
 

@@ -1,5 +1,5 @@
 import type { Action, Area, AppConfig } from '../config/schema.js';
-import { forbidden } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import type { Principal } from './principal.js';
 
 export type Scope = 'own' | 'all';
@@ -32,7 +32,7 @@ export class Permissions {
   /** 403 unless the caller holds at least one configured role. */
   requireAnyRole(p: Principal): void {
     if (this.rolesOf(p).length === 0) {
-      throw forbidden('NO_ROLE', `none of your roles (${p.roles.join(', ') || 'none'}) is known to this service`);
+      throw new AppError('NO_ROLE', `none of your roles (${p.roles.join(', ') || 'none'}) is known to this service`);
     }
   }
 

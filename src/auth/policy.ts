@@ -1,5 +1,5 @@
 import type { Action, Area } from '../config/schema.js';
-import { badRequest, forbidden } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import type { Permissions } from './permissions.js';
 import type { Principal } from './principal.js';
 
@@ -44,9 +44,9 @@ export class Policy {
    * `NOT_OWNER` when the object is somebody else's.
    */
   require(p: Principal, area: Area, action: Action, target?: Target): void {
-    if (!this.permissions.scope(p, area, action)) throw forbidden('FORBIDDEN', `missing permission: ${action} on ${area}`, { area, action });
+    if (!this.permissions.scope(p, area, action)) throw new AppError('FORBIDDEN', `missing permission: ${action} on ${area}`, { area, action });
     if (!this.may(p, area, action, target)) {
-      throw forbidden('NOT_OWNER', `this object belongs to another user (${action} on ${area} is limited to your own)`, { area, action });
+      throw new AppError('NOT_OWNER', `this object belongs to another user (${action} on ${area} is limited to your own)`, { area, action });
     }
   }
 
@@ -67,9 +67,9 @@ export class Policy {
   ownerFor(p: Principal, area: Area, requested: string | undefined): string | null {
     if (requested === undefined) return null;
     const owner = requested.trim();
-    if (owner === '' || owner.length > 256) throw badRequest('INVALID_OWNER', 'x-owner must name a user (1-256 characters)');
+    if (owner === '' || owner.length > 256) throw new AppError('INVALID_OWNER', 'x-owner must name a user (1-256 characters)');
     if (!p.identities.includes(owner) && !this.permissions.scope(p, area, 'impersonate')) {
-      throw forbidden('IMPERSONATION_DENIED', `creating objects for ${owner} needs the impersonate permission on ${area}`, { area });
+      throw new AppError('IMPERSONATION_DENIED', `creating objects for ${owner} needs the impersonate permission on ${area}`, { area });
     }
     return owner;
   }

@@ -79,7 +79,7 @@ export class TokenVerifier {
       keys = await this.discover();
     } catch (err) {
       this.log.error({ err, issuer: this.opts.issuer }, 'OIDC discovery failed');
-      throw new AppError(503, 'AUTH_UNAVAILABLE', 'the identity provider cannot be reached; try again later');
+      throw new AppError('AUTH_UNAVAILABLE', 'the identity provider cannot be reached; try again later');
     }
     try {
       const { payload } = await jwtVerify(token, keys, {
@@ -103,7 +103,7 @@ export class TokenVerifier {
       if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw unauthorized('token signature is invalid');
       if (err instanceof joseErrors.JWKSNoMatchingKey) throw unauthorized('token is signed by an unknown key');
       if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) {
-        throw new AppError(503, 'AUTH_UNAVAILABLE', 'the identity provider keys cannot be fetched; try again later');
+        throw new AppError('AUTH_UNAVAILABLE', 'the identity provider keys cannot be fetched; try again later');
       }
       if (err instanceof joseErrors.JOSEError) throw unauthorized('token is malformed or uses an unsupported algorithm');
       throw err;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Transform } from 'node:stream';
-import { payloadTooLarge } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 
 /**
  * A pass-through that hashes (sha256) and counts the bytes streaming by, and
@@ -14,7 +14,7 @@ export function meteredHash(maxBytes: number): { stream: Transform; result(): { 
     transform(chunk: Buffer, _enc, done) {
       size += chunk.length;
       if (maxBytes > 0 && size > maxBytes) {
-        done(payloadTooLarge(`content is larger than the limit of ${maxBytes} bytes`));
+        done(new AppError('PAYLOAD_TOO_LARGE', `content is larger than the limit of ${maxBytes} bytes`));
         return;
       }
       hash.update(chunk);

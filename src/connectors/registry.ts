@@ -2,7 +2,7 @@ import type { AppConfig } from '../config/schema.js';
 import type { BlobStore } from '../blobs/blob-store.js';
 import type { Logger } from '../logging/logger.js';
 import { ConfigError } from '../config/load.js';
-import { notFound } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import type { Database } from '../storage/driver/database.js';
 import type { Connector, ConnectorType } from './connector.js';
 import type { IntakeFacet } from './facets/intake.js';
@@ -61,13 +61,13 @@ export class ConnectorRegistry {
   /** The service, or 404. */
   get(sid: string): Connector {
     const svc = this.services.get(sid);
-    if (!svc) throw notFound('SERVICE_NOT_FOUND', `no service "${sid}"`, { sid });
+    if (!svc) throw new AppError('SERVICE_NOT_FOUND', `no service "${sid}"`, { sid });
     return svc.connector;
   }
 
   config(sid: string): AppConfig['services'][string] {
     const svc = this.services.get(sid);
-    if (!svc) throw notFound('SERVICE_NOT_FOUND', `no service "${sid}"`, { sid });
+    if (!svc) throw new AppError('SERVICE_NOT_FOUND', `no service "${sid}"`, { sid });
     return svc.config;
   }
 

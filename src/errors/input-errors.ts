@@ -1,4 +1,4 @@
-import { badRequest } from './app-error.js';
+import { AppError } from './app-error.js';
 
 /**
  * PostgreSQL `text` and `jsonb` cannot hold U+0000: such input would fail deep
@@ -8,4 +8,4 @@ import { badRequest } from './app-error.js';
 export const hasNul = (s: string): boolean => s.includes('\u0000');
 
 export const nulRefused = (where: string) =>
-  badRequest('INVALID_CHARACTER', `${where} contains a NUL character (\\u0000), which cannot be stored`, { where });
+  new AppError('INVALID_CHARACTER', `${where} contains a NUL character (\\u0000), which cannot be stored`, { where });

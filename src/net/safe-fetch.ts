@@ -79,8 +79,8 @@ export function displayUrl(url: URL): string {
   return copy.href;
 }
 
-const forbidden = (message: string) => new AppError(403, 'IMPORT_FORBIDDEN', message);
-const fetchFailed = (message: string) => new AppError(502, 'IMPORT_FETCH_FAILED', message);
+const forbidden = (message: string) => new AppError('IMPORT_FORBIDDEN', message);
+const fetchFailed = (message: string) => new AppError('IMPORT_FETCH_FAILED', message);
 
 /**
  * GET of an http(s) URL for imports, streamed. Without `allowPrivate` it never

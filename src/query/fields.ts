@@ -1,4 +1,4 @@
-import { badRequest } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import type { FieldRef } from './tree.js';
 
 /** How a column compares: `json` columns hold documents whose inner paths are fields too. */
@@ -48,5 +48,5 @@ export function resolveField(map: FieldMap, ref: FieldRef): Resolved {
   const rest = map.rest === undefined ? undefined : map.fields.get(map.rest);
   if (rest && ref.path.length > 0) return { kind: 'json', sql: rest.sql, path: [...ref.path] };
   const name = ref.path.join('.');
-  throw badRequest('INVALID_PROPERTY', `"${name}" is not a property of this listing`, { property: name });
+  throw new AppError('INVALID_PROPERTY', `"${name}" is not a property of this listing`, { property: name });
 }

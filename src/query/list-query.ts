@@ -1,4 +1,4 @@
-import { badRequest } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import { hasNul, nulRefused } from '../errors/input-errors.js';
 import { allOf, text, type Expr, type ListQuery, type SortKey } from './tree.js';
 
@@ -19,23 +19,23 @@ const REGEX = /^\/(.*)\/(i?)$/s;
 
 export function single(query: RawQuery, key: string): string | undefined {
   const v = Object.hasOwn(query, key) ? query[key] : undefined;
-  if (Array.isArray(v)) throw badRequest('INVALID_QUERY', `query parameter "${key}" is given more than once`, { parameter: key });
+  if (Array.isArray(v)) throw new AppError('INVALID_QUERY', `query parameter "${key}" is given more than once`, { parameter: key });
   return v;
 }
 
 export function intParam(query: RawQuery, key: string, def: number, min: number, max: number): number {
   const raw = single(query, key);
   if (raw === undefined) return def;
-  if (!/^\d{1,9}$/.test(raw)) throw badRequest('INVALID_QUERY', `"${key}" must be a whole number`, { parameter: key, value: raw });
+  if (!/^\d{1,9}$/.test(raw)) throw new AppError('INVALID_QUERY', `"${key}" must be a whole number`, { parameter: key, value: raw });
   const n = Number(raw);
-  if (n < min || n > max) throw badRequest('INVALID_QUERY', `"${key}" must be between ${min} and ${max}`, { parameter: key, value: raw });
+  if (n < min || n > max) throw new AppError('INVALID_QUERY', `"${key}" must be between ${min} and ${max}`, { parameter: key, value: raw });
   return n;
 }
 
 /** A dotted property path (`name`, `metadata.a.b`), split into its segments. */
 export function validatePath(path: string, what = 'property'): string[] {
   if (hasNul(path)) throw nulRefused(`the ${what} name`);
-  if (!PATH.test(path)) throw badRequest('INVALID_PROPERTY', `"${path}" is not a valid ${what} path`, { property: path });
+  if (!PATH.test(path)) throw new AppError('INVALID_PROPERTY', `"${path}" is not a valid ${what} path`, { property: path });
   return path.split('.');
 }
 
@@ -45,11 +45,11 @@ function filterOf(key: string, path: string[], value: string): Expr {
   const m = REGEX.exec(value);
   if (!m || value.length < 2) return { op: 'cmp', field: { path }, cmp: 'eq', value: text(value) };
   const pattern = m[1]!;
-  if (pattern.length > 512) throw badRequest('INVALID_FILTER', `the pattern for "${key}" is too long`, { property: key });
+  if (pattern.length > 512) throw new AppError('INVALID_FILTER', `the pattern for "${key}" is too long`, { property: key });
   try {
     new RegExp(pattern, m[2]);
   } catch {
-    throw badRequest('INVALID_FILTER', `"${value}" is not a valid regular expression`, { property: key });
+    throw new AppError('INVALID_FILTER', `"${value}" is not a valid regular expression`, { property: key });
   }
   // JavaScript accepting the pattern is not enough: PostgreSQL judges it when the listing runs (2201B -> 400).
   return { op: 'match', field: { path }, kind: 'regex', value: pattern, flags: m[2] === 'i' ? 'i' : '' };
@@ -65,7 +65,7 @@ export function parseListQuery(query: RawQuery, reserved: readonly string[], max
       const desc = part.startsWith('-');
       sort.push({ field: { path: validatePath(desc || part.startsWith('+') ? part.slice(1) : part, 'sort') }, desc });
     }
-    if (sort.length > 8) throw badRequest('INVALID_QUERY', 'at most 8 sort keys');
+    if (sort.length > 8) throw new AppError('INVALID_QUERY', 'at most 8 sort keys');
   }
   const filters: Expr[] = [];
   for (const [key, raw] of Object.entries(query)) {
@@ -73,6 +73,6 @@ export function parseListQuery(query: RawQuery, reserved: readonly string[], max
     const path = validatePath(key, 'filter');
     for (const value of Array.isArray(raw) ? raw : [raw]) filters.push(filterOf(key, path, value));
   }
-  if (filters.length > 16) throw badRequest('INVALID_QUERY', 'at most 16 filters');
+  if (filters.length > 16) throw new AppError('INVALID_QUERY', 'at most 16 filters');
   return { offset, limit, sort, filter: allOf(filters) };
 }

@@ -1,4 +1,4 @@
-import { badRequest } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import { hasNul, nulRefused } from '../errors/input-errors.js';
 import { resolveField, type FieldMap, type FieldType, type Resolved } from './fields.js';
 import type { CmpOp, Expr, FieldRef, Sort, Value } from './tree.js';
@@ -37,8 +37,8 @@ const asText = (v: Exclude<Value, { type: 'null' }>): string => (v.type === 'tex
  * client's 400, not a SQL error.
  */
 function checked(v: Value): Value {
-  if (v.type === 'number' && !Number.isFinite(v.value)) throw badRequest('INVALID_FILTER', `${v.value} is not a finite number`);
-  if (v.type === 'date' && parseDate(v.value) === undefined) throw badRequest('INVALID_FILTER', `"${v.value.slice(0, 80)}" is not an ISO 8601 date`);
+  if (v.type === 'number' && !Number.isFinite(v.value)) throw new AppError('INVALID_FILTER', `${v.value} is not a finite number`);
+  if (v.type === 'date' && parseDate(v.value) === undefined) throw new AppError('INVALID_FILTER', `"${v.value.slice(0, 80)}" is not an ISO 8601 date`);
   return v;
 }
 
@@ -91,7 +91,7 @@ export class SqlTranslator {
   }
 
   expr(e: Expr, depth = 0): string {
-    if (depth > MAX_DEPTH) throw badRequest('INVALID_FILTER', `filters nest at most ${MAX_DEPTH} levels deep`);
+    if (depth > MAX_DEPTH) throw new AppError('INVALID_FILTER', `filters nest at most ${MAX_DEPTH} levels deep`);
     switch (e.op) {
       case 'and':
       case 'or':
@@ -110,7 +110,7 @@ export class SqlTranslator {
     const value = checked(raw);
     const f = this.resolve(ref);
     if (value.type === 'null') {
-      if (op !== 'eq' && op !== 'ne') throw badRequest('INVALID_FILTER', `null can only be compared with eq or ne`);
+      if (op !== 'eq' && op !== 'ne') throw new AppError('INVALID_FILTER', `null can only be compared with eq or ne`);
       const isNull = f.json ? `(${f.json} IS NULL OR jsonb_typeof(${f.json}) = 'null')` : `(${f.r.sql}) IS NULL`;
       return op === 'eq' ? isNull : `(NOT ${isNull})`;
     }
@@ -130,7 +130,7 @@ export class SqlTranslator {
       return `(${f.text} ${sqlOp} ${this.bind(value.value)}::text)`;
     }
     const name = ref.path.join('.');
-    throw badRequest('INVALID_FILTER', `"${name}" is a ${col.type}; it cannot be compared with a ${value.type}`, { property: name });
+    throw new AppError('INVALID_FILTER', `"${name}" is a ${col.type}; it cannot be compared with a ${value.type}`, { property: name });
   }
 
   private match(ref: FieldRef, kind: 'regex' | 'startswith' | 'endswith' | 'contains', value: string, flags: '' | 'i'): string {

@@ -4,7 +4,7 @@ import type { Database } from '../../src/storage/driver/database.js';
 import { openPostgres } from '../../src/storage/driver/postgres.js';
 import { openPglite } from '../../src/storage/driver/pglite.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { translateQueryError } from '../../src/errors/sql-errors.js';
+import { throwSqlError } from '../../src/errors/sql-errors.js';
 import { fieldMap } from '../../src/query/fields.js';
 import { parseListQuery } from '../../src/query/list-query.js';
 import { toSql } from '../../src/query/to-sql.js';
@@ -76,7 +76,7 @@ for (const [driver, open] of drivers) {
     async function names(filter: Expr | undefined, sort: Sort = [], table = 'items', map = MAP): Promise<string[]> {
       const frag = toSql({ filter, sort }, map, [], 'name COLLATE "C" ASC');
       const where = frag.where.length > 0 ? `WHERE ${frag.where.join(' AND ')}` : '';
-      const { rows } = await db.query<{ name: string }>(`SELECT name FROM ${table} ${where} ORDER BY ${frag.orderBy}`, frag.params).catch(translateQueryError);
+      const { rows } = await db.query<{ name: string }>(`SELECT name FROM ${table} ${where} ORDER BY ${frag.orderBy}`, frag.params).catch(throwSqlError);
       return rows.map((r) => r.name);
     }
     const eq = (path: string, value: Value): Expr => ({ op: 'cmp', field: field(...path.split('.')), cmp: 'eq', value });

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { parse as parseYaml } from 'yaml';
-import { notFound } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 
 /**
  * Loads `openapi/<name>.yaml`, found by walking up from this module (it runs
@@ -47,7 +47,7 @@ export function docsRoutes(): Router {
   });
   router.get('/docs/assets/:file', (ctx) => {
     const file = (ctx.params as { file: string }).file;
-    if (!SWAGGER_FILES.has(file)) throw notFound('NOT_FOUND', `no asset ${file}`);
+    if (!SWAGGER_FILES.has(file)) throw new AppError('NOT_FOUND', `no asset ${file}`);
     ctx.type = path.extname(file);
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.body = createReadStream(path.join(uiDir, file));

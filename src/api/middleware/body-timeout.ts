@@ -107,7 +107,7 @@ class BodyWatch {
   private expire(message: string): void {
     if (this.expired || this.req.complete) return;
     this.stop();
-    this.expired = new AppError(408, 'REQUEST_TIMEOUT', message, undefined, { Connection: 'close' });
+    this.expired = new AppError('REQUEST_TIMEOUT', message, undefined, { Connection: 'close' });
     this.req.pause();
     if (this.res.headersSent) {
       this.req.socket.destroy(); // nothing more can be said on this connection

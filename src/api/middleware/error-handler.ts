@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
-import { AppError } from '../../errors/app-error.js';
+import { AppError, statusOf, type Api } from '../../errors/app-error.js';
+import { translateSqlError } from '../../errors/sql-errors.js';
 import type { Logger } from '../../logging/logger.js';
 import { bodyTimeoutError } from './body-timeout.js';
 
@@ -28,18 +29,25 @@ function httpStatusOf(err: unknown): { status: number; code: string; message: st
  * `{ status, code, message, details }`. Unknown errors become a 500 without
  * internals; the stack goes to the log only.
  */
+/** `/` and `/v3` belong to the print API; everything else answers with the workflow API's table. */
+const apiOf = (path: string): Api => (path === '/' || path === '/v3' || path.startsWith('/v3/') ? 'print' : 'workflow');
+
 export function errorHandler(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
     } catch (caught) {
-      // a body that ran out of time is a 408, whatever error its reader made of the cut stream
-      const err = bodyTimeoutError(ctx) ?? caught;
+      // a body that ran out of time is a 408, whatever error its reader made of the cut stream;
+      // SQL errors that got past the stores become domain errors here (their text never reaches a body)
+      const timedOut = bodyTimeoutError(ctx);
+      const err = timedOut ?? translateSqlError(caught) ?? caught;
+      if (!timedOut && err !== caught) log.info({ err: caught, path: ctx.path }, 'the database refused the change');
       let body: ErrorBody;
       if (err instanceof AppError) {
-        body = { status: err.status, code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+        const status = statusOf(err, apiOf(ctx.path));
+        body = { status, code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
         for (const [k, v] of Object.entries(err.headers ?? {})) ctx.set(k, v);
-        if (err.status >= 500) log.error({ err, path: ctx.path }, 'request failed');
+        if (status >= 500) log.error({ err, path: ctx.path }, 'request failed');
       } else {
         const known = httpStatusOf(err);
         if (known) {

@@ -1,6 +1,6 @@
 import getRawBody from 'raw-body';
 import type { Middleware } from 'koa';
-import { badRequest, unsupportedMediaType } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import { hasNul, nulRefused } from '../../errors/input-errors.js';
 import { requestBody } from './body-timeout.js';
 
@@ -16,16 +16,16 @@ export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Midd
     const length = ctx.request.length;
     const hasBody = ctx.request.type !== '' || (length !== undefined && length > 0) || ctx.get('transfer-encoding') !== '';
     if (!hasBody) {
-      if (!opts.optional) throw badRequest('BODY_REQUIRED', 'a JSON body is required');
+      if (!opts.optional) throw new AppError('BODY_REQUIRED', 'a JSON body is required');
       ctx.state.body = undefined;
       return next();
     }
     if (!ctx.is('application/json', 'application/*+json')) {
-      throw unsupportedMediaType(`expected Content-Type application/json, got ${ctx.get('content-type') || 'none'}`);
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `expected Content-Type application/json, got ${ctx.get('content-type') || 'none'}`);
     }
     const raw = await getRawBody(requestBody(ctx), { length, limit, encoding: 'utf8' });
     if (raw.trim() === '') {
-      if (!opts.optional) throw badRequest('BODY_REQUIRED', 'a JSON body is required');
+      if (!opts.optional) throw new AppError('BODY_REQUIRED', 'a JSON body is required');
       ctx.state.body = undefined;
       return next();
     }
@@ -33,7 +33,7 @@ export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Midd
     try {
       parsed = JSON.parse(raw);
     } catch (err) {
-      throw badRequest('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
+      throw new AppError('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
     }
     checkValue(parsed);
     ctx.state.body = parsed;
@@ -63,14 +63,14 @@ export function checkValue(root: unknown): void {
       continue;
     }
     if (typeof v !== 'object' || v === null) continue;
-    if (depth >= MAX_DEPTH) throw badRequest('JSON_TOO_DEEP', `the body nests deeper than ${MAX_DEPTH} levels at ${path.slice(0, 200)}`);
+    if (depth >= MAX_DEPTH) throw new AppError('JSON_TOO_DEEP', `the body nests deeper than ${MAX_DEPTH} levels at ${path.slice(0, 200)}`);
     if (Array.isArray(v)) {
       v.forEach((item, i) => stack.push({ v: item, path: `${path}[${i}]`, depth: depth + 1 }));
       continue;
     }
     for (const [k, item] of Object.entries(v)) {
       if (hasNul(k)) throw nulRefused(`a key in the body at ${path}`);
-      if (k === '__proto__') throw badRequest('INVALID_KEY', `the key "__proto__" (at ${path}) is not allowed`, { path });
+      if (k === '__proto__') throw new AppError('INVALID_KEY', `the key "__proto__" (at ${path}) is not allowed`, { path });
       stack.push({ v: item, path: `${path}.${k}`, depth: depth + 1 });
     }
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { badRequest } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import type { CommandName } from '../../connectors/connector.js';
 import { MEDIA_TYPE } from '../repository/media-type.js';
 import { assertValidName, nameFromUrl } from '../repository/names.js';
@@ -47,7 +47,7 @@ export function targetName(command: CommandName, params: { name?: string; url?: 
 export function parseParams<N extends CommandName>(command: N, raw: unknown): CommandParams<N> {
   const res = COMMAND_PARAMS[command].safeParse(raw);
   if (!res.success) {
-    throw badRequest('INVALID_PARAMETERS', `invalid parameters for ${command}`, {
+    throw new AppError('INVALID_PARAMETERS', `invalid parameters for ${command}`, {
       issues: res.error.issues.map((i) => ({ path: ['parameters', ...i.path.map(String)].join('.'), message: i.message })),
     });
   }

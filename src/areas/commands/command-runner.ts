@@ -1,16 +1,17 @@
 import { Transform, pipeline } from 'node:stream';
-import { AppError, conflict } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import { describeFetchError } from '../../net/fetch-errors.js';
 import { displayUrl, safeFetch } from '../../net/safe-fetch.js';
 import type { Logger } from '../../logging/logger.js';
-import { isSqlError, type Database } from '../../storage/driver/database.js';
+import type { Database } from '../../storage/driver/database.js';
 import type { BlobStore } from '../../blobs/blob-store.js';
 import { makePreview, type PreviewSizes } from '../../previews/preview-maker.js';
 import { draftEntry, type EntryRow } from '../repository/entry.js';
 import * as entries from '../repository/entry-store.js';
 import type { RepositoryService } from '../repository/repository-service.js';
 import { mediaTypeOf } from '../repository/media-type.js';
-import { followPath, insertThenMake, renameOnDisk, translateSqlError } from '../repository/disk-steps.js';
+import { followPath, insertThenMake, renameOnDisk } from '../repository/disk-steps.js';
+import { throwSqlError, translateSqlError } from '../../errors/sql-errors.js';
 import { transactionWithUndo } from '../repository/undoable.js';
 import { targetName, type CommandParams } from './command-params.js';
 import * as commands from './command-store.js';
@@ -25,8 +26,7 @@ export interface RunnerDeps {
   previews: PreviewSizes;
 }
 
-const UNIQUE_VIOLATION = '23505';
-const nameExists = (name: string) => conflict('NAME_EXISTS', `"${name}" already exists in the target collection`);
+const nameExists = (name: string) => new AppError('NAME_EXISTS', `"${name}" already exists in the target collection`);
 const hrefOf = (e: EntryRow) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
 
 /**
@@ -63,7 +63,7 @@ export class CommandRunner {
 
   private async entry(sid: string, uuid: string): Promise<EntryRow> {
     const e = await entries.getEntry(this.d.db, sid, uuid);
-    if (!e) throw new AppError(404, 'ENTRY_NOT_FOUND', `entry ${uuid} no longer exists`);
+    if (!e) throw new AppError('ENTRY_NOT_FOUND', `entry ${uuid} no longer exists`);
     return e;
   }
 
@@ -116,14 +116,14 @@ export class CommandRunner {
           await transactionWithUndo(this.d.db, async (tx, onRollback) => {
             const locked = await entries.lockSubtree(tx, cmd.sid, source.uuid);
             const from = locked?.parent ? await entries.getEntry(tx, cmd.sid, locked.parent) : undefined;
-            if (!locked || !from) throw new AppError(404, 'ENTRY_NOT_FOUND', `entry ${source.uuid} no longer exists`);
+            if (!locked || !from) throw new AppError('ENTRY_NOT_FOUND', `entry ${source.uuid} no longer exists`);
             const renamed = name !== locked.name
               ? { ...locked, name, path: (await renameOnDisk(tx, onRollback, backend, locked, name)) ?? locked.path }
               : locked;
             const moved = await backend.move(renamed, target);
             onRollback(() => backend.move({ ...renamed, path: moved.path ?? renamed.path }, from));
             await followPath(tx, backend, renamed, moved.path);
-            await entries.moveRecord(tx, cmd.sid, source.uuid, target.uuid, name, moved.path ?? null).catch(translateSqlError);
+            await entries.moveRecord(tx, cmd.sid, source.uuid, target.uuid, name, moved.path ?? null).catch(throwSqlError);
           });
         }
         await report(1, 1, true);
@@ -136,7 +136,7 @@ export class CommandRunner {
         if (!source) return { deleted: 0 };
         if (!p.force) {
           const tasks = await this.d.repo.activeTasks(cmd.sid, source);
-          if (tasks.length > 0) throw new AppError(409, 'DOCUMENT_IN_USE', `the document is used by ${tasks.length} task(s) in status processing`);
+          if (tasks.length > 0) throw new AppError('DOCUMENT_IN_USE', `the document is used by ${tasks.length} task(s) in status processing`);
         }
         const count = (await entries.subtree(this.d.db, cmd.sid, source.uuid)).length;
         if (!(await this.d.repo.removeEntry(cmd.sid, source.uuid))) return { deleted: 0 };
@@ -149,12 +149,12 @@ export class CommandRunner {
         const p = cmd.parameters as CommandParams<'preview'>;
         const source = await this.entry(cmd.sid, p.source);
         const outcome = await makePreview({ db: this.d.db, blobs: this.d.blobs, sizes: this.d.previews }, backend, source);
-        if (outcome === 'unsupported') throw new AppError(409, 'PREVIEW_UNSUPPORTED', `no preview can be made for ${source.mime_type ?? 'this content'}`);
-        if (outcome === 'stale') throw new AppError(409, 'NO_CONTENT', 'the document has no content to preview');
+        if (outcome === 'unsupported') throw new AppError('PREVIEW_UNSUPPORTED', `no preview can be made for ${source.mime_type ?? 'this content'}`);
+        if (outcome === 'stale') throw new AppError('NOTHING_TO_PREVIEW', 'the document has no content to preview');
         return { uuid: source.uuid, href: `${hrefOf(source)}/preview` };
       }
       default:
-        throw new AppError(400, 'UNKNOWN_COMMAND', `unknown command ${cmd.command}`);
+        throw new AppError('UNKNOWN_COMMAND', `unknown command ${cmd.command}`);
     }
   }
 
@@ -211,7 +211,7 @@ export class CommandRunner {
         const written = await backend.writeContent(entry, meter, this.d.import.maxBytes).catch((err: unknown) => {
           if (sourceError === undefined || err instanceof AppError) throw err;
           this.d.log.warn({ err: sourceError, cid: cmd.cid }, 'import: the transfer broke off');
-          throw new AppError(502, 'IMPORT_FETCH_FAILED', `fetching ${displayUrl(fetched.url)} failed: ${describeFetchError(sourceError)}`);
+          throw new AppError('IMPORT_FETCH_FAILED', `fetching ${displayUrl(fetched.url)} failed: ${describeFetchError(sourceError)}`);
         });
         const mimeType = p.mimeType ?? mediaTypeOf(fetched.contentType) ?? 'application/octet-stream';
         const updated = await entries.setContent(this.d.db, cmd.sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
@@ -239,8 +239,8 @@ export class CommandRunner {
 
   /** The stable code and plain message a failed command shows; anything unexpected goes to the log whole. */
   private publicError(err: unknown, cid: string): { code: string; message: string } {
-    if (err instanceof AppError) return { code: err.code, message: err.message };
-    if (isSqlError(err, UNIQUE_VIOLATION)) return { code: 'NAME_EXISTS', message: 'an entry with this name already exists in the target collection' };
+    const known = translateSqlError(err) ?? err;
+    if (known instanceof AppError) return { code: known.code, message: known.message };
     this.d.log.error({ err, cid }, 'command failed');
     return { code: 'COMMAND_FAILED', message: 'the command failed for an internal reason; the server log has the details' };
   }

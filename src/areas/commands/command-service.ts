@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SHARED, type Policy } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import type { CommandName } from '../../connectors/connector.js';
-import { conflict, notFound } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Database } from '../../storage/driver/database.js';
 import type { RepositoryService } from '../repository/repository-service.js';
@@ -30,8 +30,8 @@ export class CommandService {
   /** 404 unless the service has a repository that runs commands (and `command`, when named). */
   private supports(sid: string, command?: CommandName): void {
     const cmds = this.repo.backend(sid).backend.commands;
-    if (cmds.length === 0) throw notFound('NO_COMMANDS', `service "${sid}" does not run repository commands`, { sid });
-    if (command && !cmds.includes(command)) throw notFound('COMMAND_UNSUPPORTED', `service "${sid}" does not run the ${command} command`, { sid, command });
+    if (cmds.length === 0) throw new AppError('NO_COMMANDS', `service "${sid}" does not run repository commands`, { sid });
+    if (command && !cmds.includes(command)) throw new AppError('COMMAND_UNSUPPORTED', `service "${sid}" does not run the ${command} command`, { sid, command });
   }
 
   async launch(p: Principal, sid: string, command: CommandName, raw: unknown): Promise<{ cid: string }> {
@@ -43,10 +43,10 @@ export class CommandService {
         const { source, target, force } = params as { source: string; target: string; force?: boolean };
         const entry = await this.repo.get(p, sid, source, command === 'move' ? 'write' : 'read');
         const dest = await this.repo.get(p, sid, target, 'write');
-        if (dest.type !== 'collection') throw conflict('TARGET_NOT_COLLECTION', `target ${target} is not a collection`);
-        if (entry.parent === null) throw conflict('ROOT_READONLY', 'the root collection cannot be copied or moved');
+        if (dest.type !== 'collection') throw new AppError('TARGET_NOT_COLLECTION', `target ${target} is not a collection`);
+        if (entry.parent === null) throw new AppError('ROOT_READONLY', 'the root collection cannot be copied or moved');
         if (entry.type === 'collection' && (await isAncestorOrSelf(this.db, sid, entry.uuid, dest.uuid))) {
-          throw conflict('TARGET_INSIDE_SOURCE', 'a collection cannot be copied or moved into itself');
+          throw new AppError('TARGET_INSIDE_SOURCE', 'a collection cannot be copied or moved into itself');
         }
         if (command === 'move' && !force) await this.repo.refuseIfInUse(sid, entry, 'cannot move');
         break;
@@ -54,7 +54,7 @@ export class CommandService {
       case 'delete': {
         const { source, force } = params as { source: string; force: boolean };
         const entry = await this.repo.get(p, sid, source, 'delete');
-        if (entry.parent === null) throw conflict('ROOT_READONLY', 'the root collection cannot be deleted');
+        if (entry.parent === null) throw new AppError('ROOT_READONLY', 'the root collection cannot be deleted');
         if (!force) await this.repo.refuseIfInUse(sid, entry, 'cannot delete');
         break;
       }
@@ -62,12 +62,12 @@ export class CommandService {
         const { target } = params as { target?: string };
         if (!target) this.policy.require(p, 'documents', 'write', SHARED);
         const dest = target ? await this.repo.get(p, sid, target, 'write') : await this.repo.root(sid);
-        if (dest.type !== 'collection') throw conflict('TARGET_NOT_COLLECTION', `target ${dest.uuid} is not a collection`);
+        if (dest.type !== 'collection') throw new AppError('TARGET_NOT_COLLECTION', `target ${dest.uuid} is not a collection`);
         break;
       }
       case 'preview': {
         const entry = await this.repo.get(p, sid, (params as { source: string }).source, 'read');
-        if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have previews');
+        if (entry.type !== 'document') throw new AppError('PREVIEW_UNSUPPORTED', 'only documents have previews');
         break;
       }
     }
@@ -96,8 +96,8 @@ export class CommandService {
       if (isFinal(row.state)) await commands.deleteCommand(tx, cid);
       return presentCommand(row);
     });
-    if (found === 'expired') throw notFound('COMMAND_NOT_FOUND', `command ${cid} has expired`, { cid });
-    if (!found) throw notFound('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
+    if (found === 'expired') throw new AppError('COMMAND_NOT_FOUND', `command ${cid} has expired`, { cid });
+    if (!found) throw new AppError('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
     return found;
   }
 }

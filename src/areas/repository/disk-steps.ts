@@ -1,6 +1,6 @@
 import type { RepositoryBackend } from '../../connectors/connector.js';
-import { conflict, notFound } from '../../errors/app-error.js';
-import { isSqlError, type Sql } from '../../storage/driver/database.js';
+import type { Sql } from '../../storage/driver/database.js';
+import { throwSqlError } from '../../errors/sql-errors.js';
 import type { EntryRow } from './entry.js';
 import * as store from './entry-store.js';
 import type { OnRollback } from './undoable.js';
@@ -12,15 +12,6 @@ import type { OnRollback } from './undoable.js';
  * `copy`/`move` commands.
  */
 
-const UNIQUE_VIOLATION = '23505';
-const FOREIGN_KEY_VIOLATION = '23503';
-/** SQL errors an entry write can meet, as API errors (anything else is rethrown). */
-export function translateSqlError(err: unknown): never {
-  if (isSqlError(err, UNIQUE_VIOLATION)) throw conflict('NAME_EXISTS', 'an entry with this name already exists in the collection');
-  // the parent collection was deleted while the entry was being created in it
-  if (isSqlError(err, FOREIGN_KEY_VIOLATION)) throw notFound('ENTRY_NOT_FOUND', 'the collection no longer exists');
-  throw err;
-}
 
 /**
  * Inside a transaction of `transactionWithUndo`: inserts the row, then lets
@@ -31,11 +22,11 @@ export function translateSqlError(err: unknown): never {
  * the uuid exists already (an idempotent re-run); `make` is then not called.
  */
 export async function insertThenMake(tx: Sql, onRollback: OnRollback, backend: RepositoryBackend, row: store.NewEntry, make: () => Promise<{ path?: string }>): Promise<EntryRow | undefined> {
-  const inserted = await store.insertEntry(tx, { ...row, path: null }).catch(translateSqlError);
+  const inserted = await store.insertEntry(tx, { ...row, path: null }).catch(throwSqlError);
   if (!inserted) return undefined;
   const made = await make();
   onRollback(() => backend.remove({ ...inserted, path: made.path ?? null }));
-  return made.path === undefined ? inserted : store.setPath(tx, row.sid, row.uuid, made.path).catch(translateSqlError);
+  return made.path === undefined ? inserted : store.setPath(tx, row.sid, row.uuid, made.path).catch(throwSqlError);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../../storage/driver/database.js';
-import { translateQueryError } from '../../errors/sql-errors.js';
+import { throwSqlError } from '../../errors/sql-errors.js';
 import { fieldMap } from '../../query/fields.js';
 import type { ListQuery } from '../../query/tree.js';
 import { toSql } from '../../query/to-sql.js';
@@ -83,7 +83,7 @@ export async function listEntries(sql: Sql, sid: string, scope: ListScope, q: Li
     `SELECT ${COLS} FROM entries WHERE ${[...where, ...frag.where].join(' AND ')}
      ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`,
     params,
-  ).catch(translateQueryError);
+  ).catch(throwSqlError);
   return rows;
 }
 

@@ -1,4 +1,4 @@
-import { badRequest } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 
 /**
  * The one rule for entry names, applied wherever a name enters: create,
@@ -31,7 +31,7 @@ export function nameProblem(name: string): string | undefined {
 /** Throws 400 INVALID_NAME (with `details.name`, shortened) unless `name` is valid. */
 export function assertValidName(name: string, what = 'the name'): void {
   const problem = nameProblem(name);
-  if (problem) throw badRequest('INVALID_NAME', `${what} ${problem}`, { name: [...name].slice(0, 80).join('') });
+  if (problem) throw new AppError('INVALID_NAME', `${what} ${problem}`, { name: [...name].slice(0, 80).join('') });
 }
 
 /**
@@ -48,7 +48,7 @@ export function nameFromUrl(url: URL): string {
   try {
     name = decodeURIComponent(segment);
   } catch {
-    throw badRequest('INVALID_NAME', 'the name taken from the URL is not valid percent-encoding; pass parameters.name', { name: segment.slice(0, 80) });
+    throw new AppError('INVALID_NAME', 'the name taken from the URL is not valid percent-encoding; pass parameters.name', { name: segment.slice(0, 80) });
   }
   assertValidName(name, 'the name taken from the URL (pass parameters.name to choose another)');
   return name;

@@ -4,7 +4,7 @@ import { SHARED, type Policy, type Target } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Connector, RepositoryFacet } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
-import { AppError, badRequest, conflict, methodNotAllowed, notAcceptable, notFound } from '../../errors/app-error.js';
+import { AppError, methodNotAllowed } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
@@ -13,7 +13,8 @@ import * as store from './entry-store.js';
 import { assertValidName } from './names.js';
 import { metadataProblem } from './metadata-rules.js';
 import { transactionWithUndo } from './undoable.js';
-import { insertThenMake, renameOnDisk, translateSqlError } from './disk-steps.js';
+import { insertThenMake, renameOnDisk } from './disk-steps.js';
+import { throwSqlError } from '../../errors/sql-errors.js';
 
 export interface EntryInput {
   name: string;
@@ -54,7 +55,7 @@ function checkMergedMetadata(metadata: Record<string, unknown>): void {
   const problem = metadataProblem(metadata);
   if (!problem) return;
   const path = ['body', 'metadata', ...problem.path.map(String)].join('.');
-  throw badRequest('VALIDATION_FAILED', `the body is invalid: ${problem.message}`, { issues: [{ path, message: problem.message }] });
+  throw new AppError('VALIDATION_FAILED', `the body is invalid: ${problem.message}`, { issues: [{ path, message: problem.message }] });
 }
 
 /**
@@ -79,7 +80,7 @@ export class RepositoryService {
   backend(sid: string): { connector: Connector; backend: RepositoryFacet } {
     const connector = this.registry.get(sid);
     if (!connector.repository) {
-      throw notFound('NO_REPOSITORY', `service "${sid}" has no document repository`, { sid });
+      throw new AppError('NO_REPOSITORY', `service "${sid}" has no document repository`, { sid });
     }
     return { connector, backend: connector.repository };
   }
@@ -94,7 +95,7 @@ export class RepositoryService {
     const { backend } = this.backend(sid);
     let entry = await store.getEntry(this.db, sid, uuid);
     if (entry && backend.refresh && entry.parent !== null) entry = await backend.refresh(this.db, entry);
-    if (!entry) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+    if (!entry) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
     this.authorize(p, entry, action);
     return entry;
   }
@@ -110,7 +111,7 @@ export class RepositoryService {
 
   async children(p: Principal, sid: string, uuid: string, q: ListQuery): Promise<{ parent: EntryRow; rows: EntryRow[] }> {
     const parent = await this.get(p, sid, uuid);
-    if (parent.type !== 'collection') throw notFound('NOT_A_COLLECTION', `entry ${uuid} is not a collection`, { uuid });
+    if (parent.type !== 'collection') throw new AppError('NOT_A_COLLECTION', `entry ${uuid} is not a collection`, { uuid });
     await this.sync(sid, parent, false);
     return { parent, rows: await store.listEntries(this.db, sid, { parent: parent.uuid, ownedBy: this.ownedFilter(p) }, q) };
   }
@@ -167,11 +168,11 @@ export class RepositoryService {
     assertValidName(input.name);
     if (!parentUuid) this.policy.require(p, 'documents', 'write', SHARED);
     const parent = parentUuid ? await this.get(p, sid, parentUuid, 'write') : await this.root(sid);
-    if (parent.type !== 'collection') throw methodNotAllowed('NOT_A_COLLECTION', `entry ${parent.uuid} is not a collection; entries can only be created in collections`);
+    if (parent.type !== 'collection') throw methodNotAllowed('PARENT_NOT_COLLECTION', `entry ${parent.uuid} is not a collection; entries can only be created in collections`);
     const row = draftEntry({
       uuid: randomUUID(), sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata, creator: p.user, owner,
     });
-    if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw conflict('NAME_EXISTS', `"${input.name}" already exists in this collection`);
+    if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw new AppError('NAME_EXISTS', `"${input.name}" already exists in this collection`);
     return transactionWithUndo(this.db, async (tx, onRollback) => {
       const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid }, () => backend.create(row, parent)))!;
       // a backend that keeps files fills in what the new (empty) file looks like
@@ -183,9 +184,9 @@ export class RepositoryService {
   async update(p: Principal, sid: string, uuid: string, change: RecordChange, mode: 'replace' | 'merge'): Promise<EntryRow> {
     const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'write');
-    if (entry.parent === null) throw conflict('ROOT_READONLY', 'the root collection cannot be changed');
+    if (entry.parent === null) throw new AppError('ROOT_READONLY', 'the root collection cannot be changed');
     if (change.type !== undefined && change.type !== entry.type) {
-      throw conflict('TYPE_IMMUTABLE', `entry ${uuid} is a ${entry.type}; its type cannot be changed`);
+      throw new AppError('TYPE_IMMUTABLE', `entry ${uuid} is a ${entry.type}; its type cannot be changed`);
     }
     const name = change.name ?? entry.name;
     if (name !== entry.name) assertValidName(name);
@@ -194,16 +195,16 @@ export class RepositoryService {
       // rename of the same files waits; then everything is checked before the disk changes.
       const renaming = name !== entry.name;
       const locked = renaming ? await store.lockSubtree(tx, sid, uuid) : await store.getEntry(tx, sid, uuid, true);
-      if (!locked || locked.parent === null) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+      if (!locked || locked.parent === null) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
       const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(locked.metadata, change.metadata ?? {});
       checkMergedMetadata(metadata);
       const owner = change.owner === undefined ? locked.owner : change.owner;
       let path: string | undefined;
       if (name !== locked.name) {
-        if (await store.nameTaken(tx, sid, locked.parent, name, uuid)) throw conflict('NAME_EXISTS', `"${name}" already exists in this collection`);
+        if (await store.nameTaken(tx, sid, locked.parent, name, uuid)) throw new AppError('NAME_EXISTS', `"${name}" already exists in this collection`);
         path = await renameOnDisk(tx, onRollback, backend, locked, name);
       }
-      return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(translateSqlError);
+      return store.updateRecord(tx, sid, uuid, { name, metadata, owner, path }).catch(throwSqlError);
     });
   }
 
@@ -216,15 +217,15 @@ export class RepositoryService {
   async refuseIfInUse(sid: string, entry: EntryRow, what: string): Promise<void> {
     const tasks = await this.activeTasks(sid, entry);
     if (tasks.length > 0) {
-      throw conflict('DOCUMENT_IN_USE', `${what}: the document is used by ${tasks.length} task(s) in status processing`, { tasks });
+      throw new AppError('DOCUMENT_IN_USE', `${what}: the document is used by ${tasks.length} task(s) in status processing`, { tasks });
     }
   }
 
   async remove(p: Principal, sid: string, uuid: string, force: boolean): Promise<void> {
     const entry = await this.get(p, sid, uuid, 'delete');
-    if (entry.parent === null) throw new AppError(403, 'ROOT_READONLY', 'the root collection cannot be deleted');
+    if (entry.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
     if (!force) await this.refuseIfInUse(sid, entry, 'cannot delete');
-    if (!(await this.removeEntry(sid, uuid))) throw notFound('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+    if (!(await this.removeEntry(sid, uuid))) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
   }
 
   /**
@@ -237,7 +238,7 @@ export class RepositoryService {
       // Locks the entry and everything below: a content write or rename in there waits, then finds it gone.
       const locked = await store.lockSubtree(tx, sid, uuid);
       if (!locked) return false;
-      if (locked.parent === null) throw new AppError(403, 'ROOT_READONLY', 'the root collection cannot be deleted');
+      if (locked.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
       await store.deleteEntry(tx, sid, uuid);
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
       await backend.remove(locked);
@@ -248,18 +249,18 @@ export class RepositoryService {
   async openContent(p: Principal, sid: string, uuid: string, range?: { start: number; end: number }): Promise<{ entry: EntryRow; stream: Readable }> {
     const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'read');
-    if (entry.type !== 'document') throw notFound('NOT_A_DOCUMENT', `entry ${uuid} is a collection; it has no content`);
-    if (entry.content_version === null) throw notFound('NO_CONTENT', `document ${uuid} has no content`);
+    if (entry.type !== 'document') throw new AppError('NOT_A_DOCUMENT', `entry ${uuid} is a collection; it has no content`);
+    if (entry.content_version === null) throw new AppError('NO_CONTENT', `document ${uuid} has no content`);
     const stream = await backend.openContent(entry, range);
-    if (!stream) throw notFound('NO_CONTENT', `the content of document ${uuid} is missing`);
+    if (!stream) throw new AppError('NO_CONTENT', `the content of document ${uuid} is missing`);
     return { entry, stream };
   }
 
   async writeContent(p: Principal, sid: string, uuid: string, source: Readable, mimeType: string): Promise<EntryRow> {
     const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'write');
-    if (entry.type !== 'document') throw notAcceptable('NOT_A_DOCUMENT', `entry ${uuid} is a collection; collections have no content`);
-    if (!backend.contentWrite) throw notAcceptable('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
+    if (entry.type !== 'document') throw new AppError('COLLECTION_CONTENT_NOT_ACCEPTABLE', `entry ${uuid} is a collection; collections have no content`);
+    if (!backend.contentWrite) throw new AppError('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
     await this.refuseIfInUse(sid, entry, 'cannot change the content');
     // Bytes are staged first (the upload may take long); they replace the old content only under
     // the row lock, so a DELETE of the entry either comes after (and removes them) or before
@@ -271,7 +272,7 @@ export class RepositoryService {
     try {
       return await this.db.transaction(async (tx) => {
         const locked = await store.getEntry(tx, sid, uuid, true);
-        if (!locked) throw notFound('ENTRY_NOT_FOUND', `entry ${uuid} was deleted while its content was written`, { sid, uuid });
+        if (!locked) throw new AppError('ENTRY_NOT_FOUND', `entry ${uuid} was deleted while its content was written`, { sid, uuid });
         await staged.commit(locked);
         const updated = await store.setContent(tx, sid, uuid, { size: staged.size, mimeType, sha256: staged.sha256, version: staged.sha256 });
         await this.requestPreview(updated, tx);
@@ -285,7 +286,7 @@ export class RepositoryService {
   async deleteContent(p: Principal, sid: string, uuid: string): Promise<void> {
     const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'write');
-    if (entry.type !== 'document') throw methodNotAllowed('NOT_A_DOCUMENT', `entry ${uuid} is a collection; it has no content`);
+    if (entry.type !== 'document') throw methodNotAllowed('COLLECTION_CONTENT_UNSUPPORTED', `entry ${uuid} is a collection; it has no content`);
     if (!backend.contentDelete || !backend.deleteContent) {
       throw methodNotAllowed('CONTENT_DELETE_UNSUPPORTED', `service "${sid}" keeps content with every document; delete the document instead`);
     }

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Services } from '../../runtime/services.js';
-import { AppError, badRequest, notFound, payloadTooLarge } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import { parseListQuery, single } from '../../query/list-query.js';
 import { jsonBody } from '../../api/middleware/json-body.js';
 import { requestBody } from '../../api/middleware/body-timeout.js';
@@ -17,7 +17,7 @@ function embedParam(ctx: Context, allowed: readonly EntryEmbed[]): Set<EntryEmbe
   const raw = ctx.query.embed;
   const values = (Array.isArray(raw) ? raw : raw ? [raw] : []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
   for (const v of values) {
-    if (!allowed.includes(v as EntryEmbed)) throw badRequest('INVALID_EMBED', `embed "${v}" is not offered here (allowed: ${allowed.join(', ')})`);
+    if (!allowed.includes(v as EntryEmbed)) throw new AppError('INVALID_EMBED', `embed "${v}" is not offered here (allowed: ${allowed.join(', ')})`);
   }
   return new Set(values as EntryEmbed[]);
 }
@@ -34,7 +34,7 @@ function parseRange(header: string, size: number): { start: number; end: number 
     start = Number(m[1]);
     end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
   }
-  if (start > end || start >= size) throw new AppError(416, 'RANGE_NOT_SATISFIABLE', `range ${header} is outside the content (${size} bytes)`, undefined, { 'Content-Range': `bytes */${size}` });
+  if (start > end || start >= size) throw new AppError('RANGE_NOT_SATISFIABLE', `range ${header} is outside the content (${size} bytes)`, undefined, { 'Content-Range': `bytes */${size}` });
   return { start, end };
 }
 
@@ -56,7 +56,7 @@ export function repoRoutes(s: Services): Router {
   router.get('/services/:sid/repo', async (ctx) => {
     const sid = param(ctx, 'sid');
     const scope = single(query(ctx), 'scope') ?? 'all';
-    if (scope !== 'root' && scope !== 'all') throw badRequest('INVALID_QUERY', 'scope must be "root" or "all"', { parameter: 'scope' });
+    if (scope !== 'root' && scope !== 'all') throw new AppError('INVALID_QUERY', 'scope must be "root" or "all"', { parameter: 'scope' });
     const embed = embedParam(ctx, ['permissions', 'thumb']);
     const q = parseListQuery(query(ctx), ['scope', 'embed']);
     const { root, entries } = await repo.list(principal(ctx), sid, scope, q);
@@ -83,7 +83,7 @@ export function repoRoutes(s: Services): Router {
       const p = principal(ctx);
       const input = validate(schema, body(ctx));
       const uuid = uuidParam(ctx, 'uuid');
-      if (input.uuid !== undefined && String(input.uuid).toLowerCase() !== uuid) throw new AppError(409, 'UUID_IMMUTABLE', 'the uuid of an entry cannot be changed');
+      if (input.uuid !== undefined && String(input.uuid).toLowerCase() !== uuid) throw new AppError('UUID_IMMUTABLE', 'the uuid of an entry cannot be changed');
       const owner = input.owner === undefined ? undefined : input.owner === null ? null : s.policy.ownerFor(p, 'documents', input.owner);
       const change = { name: input.name, metadata: input.metadata, owner, type: input.type };
       ctx.body = await present(ctx, await repo.update(p, param(ctx, 'sid'), uuid, change, mode));
@@ -101,7 +101,7 @@ export function repoRoutes(s: Services): Router {
 
   router.delete('/services/:sid/repo/:uuid', async (ctx) => {
     const force = single(query(ctx), 'force');
-    if (force !== undefined && !['true', 'false', '1', '0', ''].includes(force)) throw badRequest('INVALID_QUERY', 'force must be true or false', { parameter: 'force' });
+    if (force !== undefined && !['true', 'false', '1', '0', ''].includes(force)) throw new AppError('INVALID_QUERY', 'force must be true or false', { parameter: 'force' });
     await repo.remove(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid'), force === 'true' || force === '1' || force === '');
     ctx.status = 204;
   });
@@ -125,7 +125,7 @@ export function repoRoutes(s: Services): Router {
       }
     }
     const { parent, rows } = await repo.children(p, sid, uuid, q);
-    if (rows.length === 0) throw notFound('NO_CHILDREN', `collection ${uuid} has no children${q.offset > 0 ? ' at this offset' : ''}`);
+    if (rows.length === 0) throw new AppError('NO_CHILDREN', `collection ${uuid} has no children${q.offset > 0 ? ' at this offset' : ''}`);
     if (gen !== undefined) {
       const json = JSON.stringify(rows.map((e) => present(ctx, e, embed)));
       listings.set(key, { gen, parent, json });
@@ -170,9 +170,9 @@ export function repoRoutes(s: Services): Router {
 
   router.put('/services/:sid/repo/:uuid/content', async (ctx) => {
     const max = s.config.server.maxUploadBytes;
-    if (max > 0 && (ctx.request.length ?? 0) > max) throw payloadTooLarge(`content is larger than the limit of ${max} bytes`);
+    if (max > 0 && (ctx.request.length ?? 0) > max) throw new AppError('PAYLOAD_TOO_LARGE', `content is larger than the limit of ${max} bytes`);
     const mime = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase() || 'application/octet-stream';
-    if (!/^[\w.+-]+\/[\w.+-]+$/.test(mime)) throw badRequest('INVALID_CONTENT_TYPE', `"${mime}" is not a media type`);
+    if (!/^[\w.+-]+\/[\w.+-]+$/.test(mime)) throw new AppError('INVALID_CONTENT_TYPE', `"${mime}" is not a media type`);
     const p = principal(ctx);
     const sid = param(ctx, 'sid');
     const uuid = uuidParam(ctx, 'uuid');
@@ -183,7 +183,7 @@ export function repoRoutes(s: Services): Router {
       const etag = current.content_version ? `"${current.content_version}"` : undefined;
       // a collection is refused by writeContent (406) whatever the precondition
       if (current.type === 'document' && !ifMatchHolds(ifMatch, etag)) {
-        throw new AppError(412, 'PRECONDITION_FAILED', etag ? `If-Match ${ifMatch} does not name the current content ${etag}` : `If-Match ${ifMatch}: the document has no content`,
+        throw new AppError('PRECONDITION_FAILED', etag ? `If-Match ${ifMatch} does not name the current content ${etag}` : `If-Match ${ifMatch}: the document has no content`,
           undefined, etag ? { ETag: etag } : undefined);
       }
     }
@@ -199,14 +199,14 @@ export function repoRoutes(s: Services): Router {
 
   router.get('/services/:sid/repo/:uuid/preview', async (ctx) => {
     const entry = await repo.get(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'uuid'));
-    if (entry.type !== 'document') throw notFound('NOT_A_DOCUMENT', 'collections have no preview');
-    if (!entry.content_version) throw notFound('NO_CONTENT', 'the document has no content');
+    if (entry.type !== 'document') throw new AppError('NOT_A_DOCUMENT', 'collections have no preview');
+    if (!entry.content_version) throw new AppError('NO_CONTENT', 'the document has no content');
     if (!entry.preview_sha256 || entry.preview_of !== entry.content_version) {
-      throw notFound(entry.preview_error && entry.preview_of === entry.content_version ? 'PREVIEW_UNAVAILABLE' : 'PREVIEW_NOT_READY',
+      throw new AppError(entry.preview_error && entry.preview_of === entry.content_version ? 'PREVIEW_UNAVAILABLE' : 'PREVIEW_NOT_READY',
         entry.preview_error && entry.preview_of === entry.content_version ? `no preview: ${entry.preview_error}` : 'the preview has not been made yet; try again shortly');
     }
     const stream = await s.blobs.open(entry.preview_sha256);
-    if (!stream) throw notFound('PREVIEW_NOT_READY', 'the preview has not been made yet');
+    if (!stream) throw new AppError('PREVIEW_NOT_READY', 'the preview has not been made yet');
     ctx.type = 'image/png';
     ctx.set('ETag', `"${entry.preview_sha256}"`);
     ctx.body = stream;

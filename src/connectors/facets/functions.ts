@@ -1,5 +1,5 @@
 import type { Principal } from '../../auth/principal.js';
-import { badRequest, notFound } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import type { ConnectorPorts } from '../ports.js';
 
 /** Function ids are path segments: letters, digits, `_`, `-`, `.`. */
@@ -75,7 +75,7 @@ export function parseFunctionParams(d: FunctionDescriptor, raw: Readonly<Record<
     if (v === undefined) issues.push(`${p.name}: expected ${p.type}`);
     else out[p.name] = v;
   }
-  if (issues.length > 0) throw badRequest('INVALID_PARAMETERS', `invalid parameters for ${d.fid}: ${issues.join('; ')}`, { fid: d.fid, issues });
+  if (issues.length > 0) throw new AppError('INVALID_PARAMETERS', `invalid parameters for ${d.fid}: ${issues.join('; ')}`, { fid: d.fid, issues });
   return out;
 }
 
@@ -84,6 +84,6 @@ export async function callFunction(
   facet: FunctionsFacet, fid: string, raw: Readonly<Record<string, unknown>>, ctx: FunctionContext,
 ): Promise<unknown> {
   const d = facet.list.find((f) => f.fid === fid);
-  if (!d) throw notFound('FUNCTION_NOT_FOUND', `no function "${fid.slice(0, 64)}"`, { fid: fid.slice(0, 64) });
+  if (!d) throw new AppError('FUNCTION_NOT_FOUND', `no function "${fid.slice(0, 64)}"`, { fid: fid.slice(0, 64) });
   return facet.call(fid, parseFunctionParams(d, raw), ctx);
 }

@@ -6,24 +6,24 @@ import { pipeline } from 'node:stream/promises';
 import type { RepositoryBackend, StagedContent, WrittenContent } from '../connector.js';
 import { mappingFsErrors, withFsErrors } from './fs-errors.js';
 import type { EntryRow } from '../../areas/repository/entry.js';
-import { AppError, conflict, forbidden, notFound } from '../../errors/app-error.js';
+import { AppError, statusOf } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
 import { partFileName } from '../../blobs/part-files.js';
 import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, splitRelPath, validateName } from './safe-path.js';
 import { refreshEntry, syncCollection } from './filesystem-sync.js';
 
 const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
-const isNotFound = (err: unknown): boolean => err instanceof AppError && err.status === 404;
+const isNotFound = (err: unknown): boolean => err instanceof AppError && statusOf(err) === 404;
 
 /** The row's path; rows of this connector always have one. */
 export function relPathOf(entry: EntryRow): string {
-  if (entry.path === null) throw notFound('ENTRY_NOT_FOUND', `entry ${entry.uuid} has no file path`, { uuid: entry.uuid });
+  if (entry.path === null) throw new AppError('ENTRY_NOT_FOUND', `entry ${entry.uuid} has no file path`, { uuid: entry.uuid });
   return entry.path;
 }
 
 const isRoot = (entry: EntryRow): boolean => entry.parent === null || entry.path === '';
 const parentRel = (rel: string): string => (rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '');
-const nameExists = (rel: string) => conflict('NAME_EXISTS', `"${rel}" already exists`, { path: rel });
+const nameExists = (rel: string) => new AppError('NAME_EXISTS', `"${rel}" already exists`, { path: rel });
 
 /** Throws NAME_EXISTS when `abs` exists, unless it is `source` itself (a case-only rename). */
 async function assertFree(abs: string, rel: string, source?: { dev: number; ino: number }): Promise<void> {
@@ -54,8 +54,8 @@ export function filesystemBackend(root: string): RepositoryBackend {
     const rel = relPathOf(entry);
     const abs = await resolveParent(root, rel);
     const existing = await lstat(abs).catch(() => undefined);
-    if (existing?.isSymbolicLink()) throw forbidden('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
-    if (existing && !existing.isFile()) throw conflict('NOT_A_DOCUMENT', `"${rel}" is not a file`);
+    if (existing?.isSymbolicLink()) throw new AppError('PATH_ESCAPE', `path "${rel}" is a symlink`, { path: rel });
+    if (existing && !existing.isFile()) throw new AppError('NOT_A_FILE', `"${rel}" is not a file`);
     return abs;
   }
 
@@ -67,7 +67,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
       validateName(entry.name);
       const rel = joinRel(relPathOf(parent), entry.name);
       const parentInfo = await inspectInside(root, relPathOf(parent));
-      if (!parentInfo.stats.isDirectory()) throw conflict('NOT_A_COLLECTION', `"${parent.path}" is not a directory`);
+      if (!parentInfo.stats.isDirectory()) throw new AppError('NOT_A_DIRECTORY', `"${parent.path}" is not a directory`);
       const abs = await resolveParent(root, rel);
       try {
         if (entry.type === 'collection') await mkdir(abs);
@@ -81,7 +81,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
 
     async rename(entry, newName) {
       validateName(newName);
-      if (isRoot(entry)) throw forbidden('ROOT_READONLY', 'the repository root cannot be renamed');
+      if (isRoot(entry)) throw new AppError('ROOT_PROTECTED', 'the repository root cannot be renamed');
       const rel = relPathOf(entry);
       const target = joinRel(parentRel(rel), newName);
       if (target === rel) return { path: rel };
@@ -93,17 +93,17 @@ export function filesystemBackend(root: string): RepositoryBackend {
     },
 
     async move(entry, target) {
-      if (isRoot(entry)) throw forbidden('ROOT_READONLY', 'the repository root cannot be moved');
+      if (isRoot(entry)) throw new AppError('ROOT_PROTECTED', 'the repository root cannot be moved');
       const rel = relPathOf(entry);
       const targetRel = relPathOf(target);
       // Paths hold no symlinks (safe-path refuses them), so the string test is exact.
       if (targetRel === rel || targetRel.startsWith(`${rel}/`)) {
-        throw conflict('MOVE_INTO_SELF', `cannot move "${rel}" into itself`, { path: rel, target: targetRel });
+        throw new AppError('MOVE_INTO_SELF', `cannot move "${rel}" into itself`, { path: rel, target: targetRel });
       }
       const dest = joinRel(targetRel, entry.name);
       if (dest === rel) return { path: rel };
       const targetInfo = await inspectInside(root, targetRel);
-      if (!targetInfo.stats.isDirectory()) throw conflict('NOT_A_COLLECTION', `"${targetRel}" is not a directory`);
+      if (!targetInfo.stats.isDirectory()) throw new AppError('NOT_A_DIRECTORY', `"${targetRel}" is not a directory`);
       const source = await inspectInside(root, rel);
       const abs = await resolveParent(root, dest);
       await assertFree(abs, dest);
@@ -115,7 +115,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
       validateName(name);
       const dest = joinRel(relPathOf(target), name);
       const source = await inspectInside(root, relPathOf(entry));
-      if (!source.stats.isFile()) throw conflict('NOT_A_DOCUMENT', `"${entry.path}" is not a file`);
+      if (!source.stats.isFile()) throw new AppError('NOT_A_FILE', `"${entry.path}" is not a file`);
       const abs = await resolveParent(root, dest);
       // Streamed between two O_NOFOLLOW descriptors instead of copyFile(COPYFILE_EXCL):
       // copyFile takes paths and would follow a symlink swapped in for the source.
@@ -124,7 +124,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
       let stats: Stats;
       try {
         stats = await input.stat();
-        if (!stats.isFile()) throw conflict('NOT_A_DOCUMENT', `"${entry.path}" is not a file`);
+        if (!stats.isFile()) throw new AppError('NOT_A_FILE', `"${entry.path}" is not a file`);
         output = await openNoFollow(root, abs, CREATE_FLAGS);
       } catch (err) {
         await input.close();
@@ -148,7 +148,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
     },
 
     async remove(entry) {
-      if (isRoot(entry)) throw forbidden('ROOT_READONLY', 'the repository root cannot be deleted');
+      if (isRoot(entry)) throw new AppError('ROOT_PROTECTED', 'the repository root cannot be deleted');
       const rel = relPathOf(entry);
       splitRelPath(rel); // '..' or absolute: a forged row, refused loudly
       let abs: string;
@@ -175,7 +175,7 @@ export function filesystemBackend(root: string): RepositoryBackend {
     },
 
     async stageContent(entry, source, maxBytes): Promise<StagedContent> {
-      if (entry.type !== 'document') throw conflict('NOT_A_DOCUMENT', 'only documents have content');
+      if (entry.type !== 'document') throw new AppError('NOT_A_FILE', 'only documents have content');
       // Checked now so a doomed upload is refused before its bytes are read, and again at commit.
       await placeFor(entry);
       // In the root, not next to the file: a rename or move of the file or of a directory above it

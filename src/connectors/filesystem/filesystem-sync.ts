@@ -4,7 +4,7 @@ import { lstat, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { EntryRow } from '../../areas/repository/entry.js';
 import type { Sql } from '../../storage/driver/database.js';
-import { AppError, unavailable } from '../../errors/app-error.js';
+import { AppError, statusOf } from '../../errors/app-error.js';
 import { TEMP_NAME, inspectInside, isValidName, joinRel } from './safe-path.js';
 
 /** A recursive sync stops descending once it has seen this many entries. */
@@ -65,7 +65,7 @@ interface DiskEntry {
 
 const iso = (ms: number): string => new Date(Math.floor(ms)).toISOString();
 const isGone = (err: unknown): boolean =>
-  (err instanceof AppError && (err.status === 404 || err.code === 'PATH_ESCAPE')) ||
+  (err instanceof AppError && (statusOf(err) === 404 || err.code === 'PATH_ESCAPE')) ||
   ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException | undefined)?.code ?? '');
 
 /** Regular files and directories of `abs`: symlinks, specials, temp files and unusable names are skipped. */
@@ -91,7 +91,7 @@ async function readDirectory(abs: string): Promise<DiskEntry[]> {
 async function assertSameDirectory(abs: string, before: Stats): Promise<void> {
   const now = await lstat(abs);
   if (now.dev !== before.dev || now.ino !== before.ino || (await realpath(abs)) !== abs) {
-    throw new AppError(403, 'PATH_ESCAPE', 'directory changed while it was being read');
+    throw new AppError('PATH_ESCAPE', 'directory changed while it was being read');
   }
 }
 
@@ -100,7 +100,7 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
   let disk: DiskEntry[];
   try {
     const { abs, stats } = await inspectInside(root, dir.path);
-    if (!stats.isDirectory()) throw new AppError(404, 'ENTRY_NOT_FOUND', 'not a directory');
+    if (!stats.isDirectory()) throw new AppError('ENTRY_NOT_FOUND', 'not a directory');
     disk = await readDirectory(abs);
     // readdir and lstat go by path: make sure they read the directory that was checked.
     await assertSameDirectory(abs, stats);
@@ -110,7 +110,7 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
     if ((err as NodeJS.ErrnoException | undefined)?.code === 'ENAMETOOLONG') return 0;
     if (!isGone(err)) throw err;
     // A missing root is an outage (unmounted volume?), never a reason to drop every row.
-    if (dir.path === '') throw unavailable('ROOT_UNAVAILABLE', 'the repository root directory is not available');
+    if (dir.path === '') throw new AppError('ROOT_UNAVAILABLE', 'the repository root directory is not available');
     // Only rows still below the old path: a collection renamed through the API holds its rows'
     // locks while the disk already shows the new name; once it commits, its rows no longer match.
     await tx.query(
@@ -248,12 +248,12 @@ export async function refreshEntry(tx: Sql, root: string, entry: EntryRow, retri
     stats = (await inspectInside(root, entry.path)).stats;
   } catch (err) {
     if (!isGone(err)) throw err;
-    if (entry.path === '') throw unavailable('ROOT_UNAVAILABLE', 'the repository root directory is not available');
+    if (entry.path === '') throw new AppError('ROOT_UNAVAILABLE', 'the repository root directory is not available');
     return dropUnlessMoved(tx, root, entry, retried);
   }
   const type = stats.isFile() ? 'document' : stats.isDirectory() ? 'collection' : undefined;
   if (type !== entry.type) {
-    if (entry.path === '') throw unavailable('ROOT_UNAVAILABLE', 'the repository root is not a directory');
+    if (entry.path === '') throw new AppError('ROOT_UNAVAILABLE', 'the repository root is not a directory');
     return dropUnlessMoved(tx, root, entry, retried);
   }
   if (type === 'collection' || !contentChanged(entry, stats)) return entry;

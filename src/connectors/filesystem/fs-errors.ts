@@ -1,4 +1,4 @@
-import { AppError, badRequest, conflict, notFound } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import type { RepositoryBackend } from '../connector.js';
 
 /**
@@ -12,12 +12,12 @@ export function fsError(err: unknown): unknown {
   if (err instanceof AppError) return err;
   switch ((err as NodeJS.ErrnoException | undefined)?.code) {
     case 'ENAMETOOLONG':
-      return badRequest('NAME_TOO_LONG', 'the path is longer than the file system allows: use shorter names or less nesting');
+      return new AppError('NAME_TOO_LONG', 'the path is longer than the file system allows: use shorter names or less nesting');
     case 'ENOENT':
     case 'ENOTDIR':
-      return notFound('ENTRY_NOT_FOUND', 'the file or a directory on its path no longer exists');
+      return new AppError('ENTRY_NOT_FOUND', 'the file or a directory on its path no longer exists');
     case 'EISDIR':
-      return conflict('NOT_A_DOCUMENT', 'a directory is where the file should be');
+      return new AppError('NOT_A_FILE', 'a directory is where the file should be');
     default:
       return err;
   }

@@ -1,7 +1,7 @@
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readlink, realpath, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { badRequest, forbidden, notFound } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import { isPartFileName } from '../../blobs/part-files.js';
 import { assertValidName } from '../../areas/repository/names.js';
 
@@ -32,7 +32,7 @@ export function validateName(name: string): void {
   const reason = Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES ? `is longer than ${MAX_NAME_BYTES} bytes`
     : TEMP_NAME.test(name) ? 'is reserved for temporary files'
     : undefined;
-  if (reason) throw badRequest('INVALID_NAME', `the name ${reason}`, { name: name.slice(0, 80) });
+  if (reason) throw new AppError('INVALID_NAME', `the name ${reason}`, { name: name.slice(0, 80) });
 }
 
 /** `validateName` as a predicate (used to skip unusable names on disk). */
@@ -54,7 +54,7 @@ export function isInside(root: string, p: string): boolean {
   return p === root || p.startsWith(prefix);
 }
 
-const escape = (relPath: string, why: string) => forbidden('PATH_ESCAPE', `path "${relPath}" ${why}`, { path: relPath });
+const escape = (relPath: string, why: string) => new AppError('PATH_ESCAPE', `path "${relPath}" ${why}`, { path: relPath });
 
 /** Splits a relative path into validated segments; '' is the root (no segments). */
 export function splitRelPath(relPath: string): string[] {
@@ -85,7 +85,7 @@ export async function resolveParent(root: string, relPath: string): Promise<stri
     realParent = await realpath(expectedParent);
   } catch (err) {
     if (code(err) === 'ELOOP') throw escape(relPath, 'runs through a symlink loop');
-    if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') throw notFound('ENTRY_NOT_FOUND', `"${relPath}" does not exist`, { path: relPath });
+    if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') throw new AppError('ENTRY_NOT_FOUND', `"${relPath}" does not exist`, { path: relPath });
     throw err;
   }
   if (realParent !== expectedParent) {
@@ -110,7 +110,7 @@ export async function inspectInside(root: string, relPath: string): Promise<{ ab
   try {
     stats = await lstat(abs);
   } catch (err) {
-    if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') throw notFound('ENTRY_NOT_FOUND', `"${relPath}" does not exist`, { path: relPath });
+    if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') throw new AppError('ENTRY_NOT_FOUND', `"${relPath}" does not exist`, { path: relPath });
     throw err;
   }
   if (stats.isSymbolicLink()) throw escape(relPath, 'is a symlink');

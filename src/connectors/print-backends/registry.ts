@@ -1,4 +1,4 @@
-import { badRequest } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logging/logger.js';
 import type { PrintBackend, PrintBackendType } from './print-backend.js';
 import { directoryBackendType } from './directory/directory-backend.js';
@@ -16,13 +16,13 @@ export function printBackendFor(connection: string, ctx: { log: Logger }, types 
   try {
     url = new URL(connection);
   } catch {
-    throw badRequest('INVALID_CONNECTION', `"${connection.slice(0, 200)}" is not a URL (e.g. ipp://host/printer, file:///var/spool/out)`);
+    throw new AppError('INVALID_CONNECTION', `"${connection.slice(0, 200)}" is not a URL (e.g. ipp://host/printer, file:///var/spool/out)`);
   }
   const scheme = url.protocol.replace(/:$/, '');
   const type = types.find((t) => t.schemes.includes(scheme));
   if (!type) {
     const known = types.flatMap((t) => t.schemes);
-    throw badRequest('UNSUPPORTED_CONNECTION', `no print backend for ${scheme}:// (known: ${known.join(', ')})`, { scheme, known });
+    throw new AppError('UNSUPPORTED_CONNECTION', `no print backend for ${scheme}:// (known: ${known.join(', ')})`, { scheme, known });
   }
   return type.create(url, ctx);
 }

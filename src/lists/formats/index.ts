@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { notAcceptable, unsupportedMediaType } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import { parseCsv, writeCsv } from './csv.js';
 import { parseJson, writeJson } from './json.js';
 import { DEFAULT_LIST_LIMITS, type ListLimits, type ListSource, type ParsedList } from './list-document.js';
@@ -36,9 +36,9 @@ export function importFormat(contentType: string | undefined): ListFormat {
   if (!contentType || contentType.trim() === '') return LIST_FORMATS[0]!;
   const [type = '', ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
   const format = LIST_FORMATS.find((f) => f.mimeType === type);
-  if (!format) throw unsupportedMediaType(`lists are imported from ${LIST_FORMATS.map((f) => f.mimeType).join(', ')}, not ${type}`);
+  if (!format) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `lists are imported from ${LIST_FORMATS.map((f) => f.mimeType).join(', ')}, not ${type}`);
   const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/^"|"$/g, '');
-  if (charset !== undefined && !UTF8.has(charset)) throw unsupportedMediaType(`list bodies must be UTF-8, not ${charset}`);
+  if (charset !== undefined && !UTF8.has(charset)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `list bodies must be UTF-8, not ${charset}`);
   return format;
 }
 
@@ -50,7 +50,7 @@ export function importFormat(contentType: string | undefined): ListFormat {
 export function exportFormat(accepts: (...types: string[]) => string | false): ListFormat {
   const chosen = accepts(...LIST_FORMATS.map((f) => f.mimeType));
   const format = LIST_FORMATS.find((f) => f.mimeType === chosen);
-  if (!format) throw notAcceptable('NOT_ACCEPTABLE', `lists are exported as ${LIST_FORMATS.map((f) => f.mimeType).join(', ')}`);
+  if (!format) throw new AppError('NOT_ACCEPTABLE', `lists are exported as ${LIST_FORMATS.map((f) => f.mimeType).join(', ')}`);
   return format;
 }
 

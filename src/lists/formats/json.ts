@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import getRawBody from 'raw-body';
 import { z } from 'zod';
 import { validate } from '../../api/validate.js';
-import { badRequest, payloadTooLarge } from '../../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import { listTooLarge } from './format-errors.js';
 import { type ListLimits, type ListSource, type Metadata, type ParsedList, type ParsedListItem, headerNotReady } from './list-document.js';
 import { flatten } from './metadata-paths.js';
@@ -33,14 +33,14 @@ export function parseJson(source: Readable, limits: ListLimits): ParsedList {
     try {
       raw = await getRawBody(source, { limit: limits.maxJsonBytes, encoding: 'utf8' });
     } catch (err) {
-      if ((err as { type?: string }).type === 'entity.too.large') throw payloadTooLarge(`the list is larger than ${limits.maxJsonBytes} bytes`);
+      if ((err as { type?: string }).type === 'entity.too.large') throw new AppError('PAYLOAD_TOO_LARGE', `the list is larger than ${limits.maxJsonBytes} bytes`);
       throw err;
     }
     let value: unknown;
     try {
       value = JSON.parse(raw);
     } catch (err) {
-      throw badRequest('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
+      throw new AppError('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
     }
     const list = validate(body, value);
     const listItems = list.embedded?.listItems ?? [];
@@ -48,7 +48,7 @@ export function parseJson(source: Readable, limits: ListLimits): ParsedList {
     const tooMany = (meta: Metadata | undefined, path: string) => {
       let keys = 0;
       for (const _ of flatten(meta ?? {})) if (++keys > limits.maxKeys) {
-        throw badRequest('VALIDATION_FAILED', `the body is invalid: ${path} has more than ${limits.maxKeys} keys`, {
+        throw new AppError('VALIDATION_FAILED', `the body is invalid: ${path} has more than ${limits.maxKeys} keys`, {
           issues: [{ path, message: `more than ${limits.maxKeys} keys` }],
         });
       }

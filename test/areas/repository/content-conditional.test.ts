@@ -86,7 +86,7 @@ for (const sid of ['store', 'files']) {
         const coll = (await api.post(base, { name: `coll-${++n}`, type: 'collection' })).body.uuid as string;
         const res = await api.request('PUT', `${base}/${coll}/content`, { body: 'x', headers: { 'content-type': 'text/plain', 'if-match': '*' } });
         expect(res.status).toBe(406);
-        expect(res.body.code).toBe('NOT_A_DOCUMENT');
+        expect(res.body.code).toBe('COLLECTION_CONTENT_NOT_ACCEPTABLE');
       });
 
       it('a list that includes the current ETag: written', async () => {

@@ -42,7 +42,7 @@ describe('entries', () => {
     const doc = await mk('plain.txt');
     const res = await api.post(`${base}/${doc.uuid}`, { name: 'x', type: 'document' });
     expect(res.status).toBe(405);
-    expect(res.body.code).toBe('NOT_A_COLLECTION');
+    expect(res.body.code).toBe('PARENT_NOT_COLLECTION');
   });
 
   it('409 when the name exists in the collection', async () => {
@@ -135,7 +135,7 @@ describe('entries', () => {
     const root = (await api.get(`${base}?scope=root&limit=1`)).body.uuid as string;
     const del = await api.delete(`${base}/${root}`);
     expect(del.status).toBe(403);
-    expect(del.body.code).toBe('ROOT_READONLY');
+    expect(del.body.code).toBe('ROOT_PROTECTED');
     expect((await api.patch(`${base}/${root}`, { name: 'renamed' })).status).toBe(409);
     expect((await api.get(`${base}/${root}`)).status).toBe(200);
   });

@@ -109,7 +109,7 @@ describe('writeContent / openContent / contentPath', () => {
   it('has no content for collections', async () => {
     const dir = await createEntry(env, env.rootRow, 'd', 'collection');
     expect(await env.backend.openContent(dir)).toBeUndefined();
-    expect(await errorCode(env.backend.writeContent(dir, body('x'), 0))).toBe('NOT_A_DOCUMENT');
+    expect(await errorCode(env.backend.writeContent(dir, body('x'), 0))).toBe('NOT_A_FILE');
   });
 });
 
@@ -121,7 +121,7 @@ describe('rename / move', () => {
     expect((await readdir(env.root)).sort()).toEqual(['b.txt', 'c.txt']);
     expect(await errorCode(env.backend.rename({ ...a, path: 'c.txt' }, 'b.txt'))).toBe('NAME_EXISTS');
     expect(await errorCode(env.backend.rename({ ...a, path: 'c.txt' }, '../x'))).toBe('INVALID_NAME');
-    expect(await errorCode(env.backend.rename(env.rootRow, 'x'))).toBe('ROOT_READONLY');
+    expect(await errorCode(env.backend.rename(env.rootRow, 'x'))).toBe('ROOT_PROTECTED');
   });
 
   it('moves into another collection; the caller rewrites descendant paths', async () => {
@@ -168,7 +168,7 @@ describe('copy / remove', () => {
     // same mtime as the source, so the copied row's content version stays valid
     expect(fingerprint(await stat(join(env.root, 'd', 'copy.txt')))).toBe(fingerprint(await stat(join(env.root, 'a.txt'))));
     expect(await errorCode(env.backend.copy(a, d, 'copy.txt'))).toBe('NAME_EXISTS');
-    expect(await errorCode(env.backend.copy(d, env.rootRow, 'd2'))).toBe('NOT_A_DOCUMENT');
+    expect(await errorCode(env.backend.copy(d, env.rootRow, 'd2'))).toBe('NOT_A_FILE');
     expect(await errorCode(env.backend.copy(a, d, '..'))).toBe('INVALID_NAME');
   });
 
@@ -181,7 +181,7 @@ describe('copy / remove', () => {
     expect(await readdir(env.root)).toEqual([]);
     await env.backend.remove(f);
     await env.backend.remove(fakeRow(env, 'missing/deeper.txt'));
-    expect(await errorCode(env.backend.remove(env.rootRow))).toBe('ROOT_READONLY');
+    expect(await errorCode(env.backend.remove(env.rootRow))).toBe('ROOT_PROTECTED');
     await mkdir(join(env.root, 'still-here'));
     expect(await readdir(env.root)).toEqual(['still-here']);
   });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { badRequest } from '../../../errors/app-error.js';
+import { AppError } from '../../../errors/app-error.js';
 import { PrintDeliveryError, type PrintBackend, type PrintBackendType, type PrintTicket } from '../print-backend.js';
 
 const JOB_ID = /^[A-Za-z0-9_-]{1,80}$/;
@@ -80,8 +80,8 @@ export const directoryBackendType: PrintBackendType = {
   description: 'Writes each job as one file into a directory (file:///path)',
   detectsDuplicates: true,
   create(url) {
-    if (url.host !== '' && url.host !== 'localhost') throw badRequest('INVALID_CONNECTION', 'a file:// connection names a local directory: file:///path');
-    if (url.search || url.hash || url.username || url.password) throw badRequest('INVALID_CONNECTION', 'a file:// connection has no query, fragment or credentials');
+    if (url.host !== '' && url.host !== 'localhost') throw new AppError('INVALID_CONNECTION', 'a file:// connection names a local directory: file:///path');
+    if (url.search || url.hash || url.username || url.password) throw new AppError('INVALID_CONNECTION', 'a file:// connection has no query, fragment or credentials');
     const dir = path.resolve(fileURLToPath(url));
     return new DirectoryBackend(dir);
   },
