@@ -1,13 +1,10 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError, statusOf } from '../../src/errors/app-error.js';
 import { PRINT_STATUSES } from '../../src/errors/print-statuses.js';
 import { translateSqlError } from '../../src/errors/sql-errors.js';
 import { WORKFLOW_STATUSES } from '../../src/errors/workflow-statuses.js';
-import { openPostgres } from '../../src/storage/driver/postgres.js';
 import type { Database } from '../../src/storage/driver/database.js';
-import { migrate } from '../../src/storage/migrate.js';
-import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
+import { openTestPostgres } from '../helpers/databases.js';
 
 describe('one table per API maps codes to statuses', () => {
   it('a code answers with its workflow status; the print API overrides only what it lists', () => {
@@ -33,18 +30,13 @@ describe('one table per API maps codes to statuses', () => {
 
 /** Real PostgreSQL errors, provoked on a migrated schema, become domain errors with plain messages. */
 describe('SQL errors are translated in one place', () => {
-  const schema = uniqueName('err');
   let db: Database;
+  let drop: () => Promise<void>;
   beforeAll(async () => {
-    db = await openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 2 });
-    await migrate(db);
+    ({ db, drop } = await openTestPostgres({ poolSize: 2 }));
   });
   afterAll(async () => {
-    await db.close();
-    const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await c.end();
+    await drop();
   });
 
   const failing = async (sql: string, params: unknown[] = []) => {

@@ -1,17 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import type { Database } from '../../src/storage/driver/database.js';
-import { openPostgres } from '../../src/storage/driver/postgres.js';
-import { openPglite } from '../../src/storage/driver/pglite.js';
-import { migrate } from '../../src/storage/migrate.js';
 import { createJobQueue, type JobQueue } from '../../src/queue/job-queue.js';
 import { InvalidJobError, type JobName } from '../../src/queue/jobs.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { createOutbox } from '../../src/outbox/outbox.js';
 import { insertOutbox, outboxSize } from '../../src/outbox/outbox-store.js';
 import { OutboxRelay } from '../../src/outbox/relay.js';
-import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
+import { TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
+import { bothDrivers } from '../helpers/databases.js';
 import { freePort } from '../helpers/process.js';
 import { dropQueues, eventually } from '../helpers/runtime.js';
 import { startRedisServer } from './redis-server.js';
@@ -27,28 +24,7 @@ const uuid = () => crypto.randomUUID();
 // no local wake-up: these relays must be woken by the NOTIFY (or their first pass)
 const outbox = createOutbox();
 
-const drivers: [string, () => Promise<{ db: Database; drop: () => Promise<void> }>][] = [
-  ['postgres', async () => {
-    const schema = uniqueName('ob');
-    const db = await openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 6 });
-    await migrate(db);
-    return {
-      db,
-      drop: async () => {
-        await db.close();
-        const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await c.connect();
-        await c.query(`DROP SCHEMA "${schema}" CASCADE`);
-        await c.end();
-      },
-    };
-  }],
-  ['pglite', async () => {
-    const db = await openPglite({ schema: 'wcr' });
-    await migrate(db);
-    return { db, drop: () => db.close() };
-  }],
-];
+const drivers = bothDrivers({ migrate: true, poolSize: 6 });
 
 /** A real queue that also counts what was handed to it (to prove no row is enqueued twice). */
 function counting(queue: JobQueue, seen: Map<string, number>): JobQueue {

@@ -1,40 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import type { Database } from '../../src/storage/driver/database.js';
-import { openPostgres } from '../../src/storage/driver/postgres.js';
-import { openPglite } from '../../src/storage/driver/pglite.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { throwSqlError } from '../../src/errors/sql-errors.js';
 import { fieldMap } from '../../src/query/fields.js';
 import { parseListQuery } from '../../src/query/list-query.js';
 import { toSql } from '../../src/query/to-sql.js';
 import { field, text, type Expr, type Sort, type Value } from '../../src/query/tree.js';
-import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
+import { bothDrivers } from '../helpers/databases.js';
 
 /**
  * The translator runs its SQL on both drivers: every case executes the
  * generated statement against real rows and checks which rows come back.
  */
-const drivers: [string, () => Promise<{ db: Database; drop: () => Promise<void> }>][] = [
-  ['postgres', async () => {
-    const schema = uniqueName('q');
-    const db = await openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 2 });
-    return {
-      db,
-      drop: async () => {
-        await db.close();
-        const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await c.connect();
-        await c.query(`DROP SCHEMA "${schema}" CASCADE`);
-        await c.end();
-      },
-    };
-  }],
-  ['pglite', async () => {
-    const db = await openPglite({ schema: 'q' });
-    return { db, drop: () => db.close() };
-  }],
-];
+const drivers = bothDrivers({ migrate: false, poolSize: 2 });
 
 const MAP = fieldMap({
   name: { sql: 'name', type: 'text' },

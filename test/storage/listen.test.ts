@@ -1,32 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import type { Database } from '../../src/storage/driver/database.js';
-import { openPostgres } from '../../src/storage/driver/postgres.js';
-import { openPglite } from '../../src/storage/driver/pglite.js';
 import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
+import { bothDrivers } from '../helpers/databases.js';
+import { openPostgres } from '../../src/storage/driver/postgres.js';
+import pg from 'pg';
 import { eventually } from '../helpers/runtime.js';
 
 /** `Database.listen` on both drivers: delivered at commit, never for a rollback. */
-const drivers: [string, () => Promise<{ db: Database; drop: () => Promise<void> }>][] = [
-  ['postgres', async () => {
-    const schema = uniqueName('ls');
-    const db = await openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 4 });
-    return {
-      db,
-      drop: async () => {
-        await db.close();
-        const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await c.connect();
-        await c.query(`DROP SCHEMA "${schema}" CASCADE`);
-        await c.end();
-      },
-    };
-  }],
-  ['pglite', async () => {
-    const db = await openPglite({ schema: 'wcr' });
-    return { db, drop: () => db.close() };
-  }],
-];
+const drivers = bothDrivers({ migrate: false, poolSize: 4 });
 
 for (const [name, open] of drivers) {
   describe(`listen on ${name}`, () => {

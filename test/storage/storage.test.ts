@@ -1,36 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import type { Database } from '../../src/storage/driver/database.js';
-import { openPostgres } from '../../src/storage/driver/postgres.js';
-import { openPglite } from '../../src/storage/driver/pglite.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { MIGRATIONS } from '../../src/storage/migrations/index.js';
 import * as entries from '../../src/areas/repository/entry-store.js';
 import { parseListQuery } from '../../src/query/list-query.js';
-import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
+import { bothDrivers } from '../helpers/databases.js';
 
 /** One storage suite, run against both drivers: PostgreSQL server and embedded PGlite. */
-const drivers: [string, () => Promise<{ db: Database; drop: () => Promise<void> }>][] = [
-  ['postgres', async () => {
-    const schema = uniqueName('st');
-    const db = await openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 4 });
-    return {
-      db,
-      drop: async () => {
-        await db.close();
-        const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await c.connect();
-        await c.query(`DROP SCHEMA "${schema}" CASCADE`);
-        await c.end();
-      },
-    };
-  }],
-  ['pglite', async () => {
-    const db = await openPglite({ schema: 'wcr' });
-    return { db, drop: () => db.close() };
-  }],
-];
+const drivers = bothDrivers({ migrate: false, poolSize: 4 });
 
 for (const [name, open] of drivers) {
   describe(`storage on ${name}`, () => {
