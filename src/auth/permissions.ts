@@ -17,16 +17,24 @@ type Role = AppConfig['auth']['roles'][string];
  */
 export class Permissions {
   private readonly roles: ReadonlyMap<string, Role>;
+  /** A principal's configured roles, computed once per principal (verified tokens are cached, so are their principals). */
+  private readonly known = new WeakMap<Principal, Role[]>();
 
   constructor(private readonly config: AppConfig['auth']) {
     this.roles = new Map(Object.entries(config.roles));
   }
 
   private rolesOf(p: Principal): Role[] {
-    const known = p.roles.flatMap((r) => this.roles.get(r) ?? []);
-    if (known.length > 0 || this.config.defaultRole === undefined) return known;
-    const fallback = this.roles.get(this.config.defaultRole);
-    return fallback ? [fallback] : [];
+    let roles = this.known.get(p);
+    if (!roles) {
+      roles = p.roles.flatMap((r) => this.roles.get(r) ?? []);
+      if (roles.length === 0 && this.config.defaultRole !== undefined) {
+        const fallback = this.roles.get(this.config.defaultRole);
+        roles = fallback ? [fallback] : [];
+      }
+      this.known.set(p, roles);
+    }
+    return roles;
   }
 
   /** 403 unless the caller holds at least one configured role. */

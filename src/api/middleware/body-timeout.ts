@@ -120,8 +120,14 @@ class BodyWatch {
 }
 
 /** Installs the limits for every request; routes read bodies through `requestBody`. */
+/** Whether the request can carry a body at all (HTTP/1.1: a length other than 0, or chunked). */
+const mayHaveBody = (req: IncomingMessage): boolean =>
+  req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+
 export function bodyTimeouts(limits: BodyTimeouts): Middleware {
   return async (ctx, next) => {
+    // Nothing can stall without a body: most requests (GET listings, polling) pay nothing here.
+    if (!mayHaveBody(ctx.req)) return next();
     const watch = new BodyWatch(ctx.req, ctx.res, limits);
     watches.set(ctx.req, watch);
     ctx.res.once('finish', () => watch.discardRest());
@@ -137,6 +143,8 @@ function watchOf(ctx: Context): BodyWatch {
 
 /** The request body, guarded by the idle and total limits. Use instead of `ctx.req`. */
 export function requestBody(ctx: Context): Readable {
+  // a request without a body has already ended: there is nothing to watch
+  if (!mayHaveBody(ctx.req)) return ctx.req;
   return watchOf(ctx).body();
 }
 
