@@ -1,9 +1,8 @@
 import net from 'node:net';
-import { readdir } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import type { TestClient } from '../helpers/client.js';
+import { expectOldContentAndNoParts } from '../helpers/uploads.js';
 
 /*
  * Request bodies and headers that never finish, over real sockets: the server
@@ -158,15 +157,7 @@ for (const sid of ['store', 'files']) {
       const res = parse(out.text);
       expect(res.status).toBe(408);
       expect(JSON.parse(res.body).code).toBe('REQUEST_TIMEOUT');
-      await eventually(async () => {
-        const tmp = await readdir(path.join(rt.dataDir, 'blobs', 'tmp'));
-        const parts = sid === 'files' ? (await readdir(path.join(rt.dataDir, 'files'))).filter((n) => n.endsWith('.part')) : [];
-        return tmp.length === 0 && parts.length === 0 ? true : undefined;
-      }, 10_000);
-      const after = (await api.get(`${base}/${doc}`)).body;
-      expect(after.sha256).toBe(before.sha256);
-      expect(after.size).toBe(9);
-      expect((await api.get(`${base}/${doc}/content`)).raw.toString()).toBe('version 1');
+      await expectOldContentAndNoParts(api, rt.dataDir, sid, `${base}/${doc}`, before.sha256);
     });
 
     it('a slowloris upload (a small chunk every third of the idle limit) is cut by the total limit, the old content stays', async () => {

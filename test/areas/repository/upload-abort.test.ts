@@ -1,9 +1,8 @@
 import http from 'node:http';
-import { readdir } from 'node:fs/promises';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
+import { expectOldContentAndNoParts } from '../../helpers/uploads.js';
 
 /** A client that goes away mid-upload changes nothing: no partial content, no temp files. */
 let rt: TestRuntime;
@@ -39,15 +38,7 @@ for (const sid of ['store', 'files']) {
       const before = (await api.get(`${base}/${doc}`)).body;
       await abortedUpload(`${base}/${doc}/content`, api.token!);
       // the server notices the abort and cleans up
-      await eventually(async () => {
-        const tmp = await readdir(path.join(rt.dataDir, 'blobs', 'tmp'));
-        const parts = sid === 'files' ? (await readdir(path.join(rt.dataDir, 'files'))).filter((n) => n.endsWith('.part')) : [];
-        return tmp.length === 0 && parts.length === 0 ? true : undefined;
-      }, 10_000);
-      const after = (await api.get(`${base}/${doc}`)).body;
-      expect(after.sha256).toBe(before.sha256);
-      expect(after.size).toBe(9);
-      expect((await api.get(`${base}/${doc}/content`)).raw.toString()).toBe('version 1');
+      await expectOldContentAndNoParts(api, rt.dataDir, sid, `${base}/${doc}`, before.sha256);
     });
   });
 }
