@@ -1,3 +1,4 @@
+import type { SqlError } from '../storage/driver/database.js';
 import { AppError } from './app-error.js';
 
 /** The SQLSTATEs the runtime can explain; anything else stays an internal error. */
@@ -18,8 +19,6 @@ const CONSTRAINT_RULES: ReadonlyMap<string, () => AppError> = new Map([
   ['entries_parent_fkey', () => new AppError('ENTRY_NOT_FOUND', 'the collection no longer exists')],
 ]);
 
-interface PgError { code?: unknown; constraint?: unknown }
-
 /**
  * Translates a PostgreSQL error (from either driver) into a domain error with
  * a stable code and a plain message, or undefined when it is not one the
@@ -31,7 +30,7 @@ interface PgError { code?: unknown; constraint?: unknown }
  */
 export function translateSqlError(err: unknown): AppError | undefined {
   if (!(err instanceof Error)) return undefined;
-  const { code, constraint } = err as PgError;
+  const { code, constraint } = err as SqlError;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
   const rule = typeof constraint === 'string' ? CONSTRAINT_RULES.get(constraint) : undefined;
   switch (code) {

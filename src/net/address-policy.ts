@@ -68,5 +68,3 @@ export function judgeAddress(raw: string): AddressVerdict {
   return { allowed: global && range === 'unicast', normalised: addr.toString(), range: global ? range : 'not-global' };
 }
 
-/** True when an import may connect to `address`. */
-export const isPublicAddress = (address: string): boolean => judgeAddress(address).allowed;

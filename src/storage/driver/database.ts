@@ -63,5 +63,3 @@ export function runAfterCommit(fns: readonly (() => void)[]): void {
   }
 }
 
-export const isSqlError = (err: unknown, sqlstate: string): boolean =>
-  err instanceof Error && (err as SqlError).code === sqlstate;
