@@ -38,16 +38,14 @@ export class CommandRunner {
   constructor(private readonly d: RunnerDeps) {}
 
   async run(cid: string): Promise<void> {
-    const cmd = await commands.getCommand(this.d.db, cid);
-    if (!cmd) return; // delivered and deleted already
-    const started = await this.d.db.transaction((tx) => commands.transition(tx, cid, 'running'));
-    if (!started) return; // final already: a duplicate job
+    const cmd = await commands.transition(this.d.db, cid, 'running');
+    if (!cmd) return; // delivered and deleted already, or final already: a duplicate job
     try {
       const result = await this.execute(cmd);
-      await this.d.db.transaction((tx) => commands.transition(tx, cid, 'success', { result, expirySec: this.d.expirySec }));
+      await commands.transition(this.d.db, cid, 'success', { result, expirySec: this.d.expirySec });
     } catch (err) {
       const error = this.publicError(err, cid);
-      await this.d.db.transaction((tx) => commands.transition(tx, cid, 'failure', { error, expirySec: this.d.expirySec }));
+      await commands.transition(this.d.db, cid, 'failure', { error, expirySec: this.d.expirySec });
     }
   }
 

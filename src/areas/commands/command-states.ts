@@ -15,3 +15,6 @@ export const COMMAND_TRANSITIONS: Readonly<Record<CommandState, readonly Command
 
 export const isFinal = (s: CommandState): boolean => COMMAND_TRANSITIONS[s].length === 0;
 export const canMove = (from: CommandState, to: CommandState): boolean => COMMAND_TRANSITIONS[from].includes(to);
+
+/** The states from which the table allows a move to `to` (the guard of a one-statement transition). */
+export const statesMovingTo = (to: CommandState): CommandState[] => COMMAND_STATES.filter((from) => canMove(from, to));

@@ -1,5 +1,5 @@
 import type { Sql } from '../../storage/driver/database.js';
-import { canMove, type CommandState } from './command-states.js';
+import { statesMovingTo, type CommandState } from './command-states.js';
 
 export interface CommandRow {
   cid: string;
@@ -35,25 +35,28 @@ export async function getCommand(sql: Sql, cid: string, lock = false): Promise<C
 }
 
 /**
- * Moves a command to `to` when the state table allows it; returns false when
- * it does not (e.g. it is final already: a duplicate job must not redo it).
+ * Moves a command to `to` when the state table allows it, in one statement:
+ * the WHERE clause admits exactly the states the table lets move to `to`, and
+ * PostgreSQL re-checks it on the locked row, so two workers racing for the
+ * same command cannot both move it. Returns the updated row, or undefined when
+ * the move is not allowed (gone, or final already: a duplicate job must not
+ * redo it).
  */
 export async function transition(
   sql: Sql, cid: string, to: CommandState,
   fields: { result?: unknown; error?: unknown; expirySec?: number } = {},
-): Promise<boolean> {
-  const current = await getCommand(sql, cid, true);
-  if (!current || !canMove(current.state, to)) return false;
-  await sql.query(
+): Promise<CommandRow | undefined> {
+  const { rows } = await sql.query<CommandRow>(
     `UPDATE commands SET state = $2, updated = now(),
        attempts = attempts + CASE WHEN $2 = 'running' THEN 1 ELSE 0 END,
        result = COALESCE($3, result), error = COALESCE($4, error),
        expires = CASE WHEN $5::int IS NULL THEN expires ELSE now() + make_interval(secs => $5::int) END
-     WHERE cid = $1`,
+     WHERE cid = $1 AND state = ANY($6::text[])
+     RETURNING ${COLS}`,
     [cid, to, fields.result === undefined ? null : JSON.stringify(fields.result),
-      fields.error === undefined ? null : JSON.stringify(fields.error), fields.expirySec ?? null],
+      fields.error === undefined ? null : JSON.stringify(fields.error), fields.expirySec ?? null, statesMovingTo(to)],
   );
-  return true;
+  return rows[0];
 }
 
 export async function setProgress(sql: Sql, cid: string, done: number, total: number | null): Promise<void> {

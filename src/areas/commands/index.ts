@@ -22,7 +22,7 @@ export const commandsArea: Area = {
   async abandon(s, job, reason) {
     if (job.name !== 'command.run') return;
     const error = { code: 'JOB_ABANDONED', message: `the command could not be run: ${reason}`.slice(0, 500) };
-    await s.db.transaction((tx) => transition(tx, job.data.cid, 'failure', { error, expirySec: s.config.commands.expirySec }));
+    await transition(s.db, job.data.cid, 'failure', { error, expirySec: s.config.commands.expirySec });
   },
   async housekeeping(s) {
     return { expiredCommands: await deleteExpired(s.db) };
