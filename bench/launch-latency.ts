@@ -4,7 +4,7 @@
  * commit (default 64aaa41, before the transactional outbox), in the same run.
  *
  *   npm run bench:launch -- [--latency 200] [--launches 1000] [--connections 16]
- *     [--runs 2] [--before 64aaa41|none] [--server compiled|tsx]
+ *     [--runs 2] [--before 64aaa41|none] [--server compiled|tsx] [--profile]
  *
  * Each variant runs as a child server (bench/server.ts: API and workers in one
  * process, PostgreSQL and the local Redis). The command is `delete` of a fresh
@@ -28,13 +28,14 @@
  * both alike; medians over the runs are reported, then one JSON line.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { ROOT, compileServers, fmt, machineCpu, busyCores, parseModes, printTable, spawnServer, type ChildServer } from './lib.js';
+import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
+import { ROOT, compileServers, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -46,6 +47,7 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '2' },
     before: { type: 'string', default: '64aaa41' },
     server: { type: 'string', default: 'compiled' },
+    profile: { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -113,7 +115,18 @@ interface Figures {
   loadedP50: number;
   loadedP99: number;
   launchAnswerP50: number;
+  /** Server process CPU (API and workers) per launch over the throughput phase, until every launch ran: less noisy than launches/s on a shared machine. */
+  serverCpuMsPerLaunch: number;
+  /** The server's PostgreSQL backends' CPU per launch (found by application_name; NaN when the variant's bench server does not set it). */
+  pgCpuMsPerLaunch: number;
 }
+
+/** PostgreSQL backends of one bench server (bench/server.ts sets application_name to its schema). */
+async function backendPids(db: pg.Client, appName: string): Promise<number[]> {
+  const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
+  return rows.map((r) => r.pid);
+}
+const cpuOf = (pids: number[]) => pids.reduce((a, pid) => a + (procCpuSeconds(pid) ?? 0), 0);
 
 async function measure(server: ChildServer): Promise<Figures> {
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
@@ -182,6 +195,9 @@ async function measure(server: ChildServer): Promise<Figures> {
     const loadedDocs = docs.slice(latencyN);
     const answers: { cid: string; at: number; took: number }[] = [];
     let next = 0;
+    const pgPids = await backendPids(db, schema);
+    const cpu0 = procCpuSeconds(server.info.pid) ?? NaN;
+    const pg0 = cpuOf(pgPids);
     const t0 = performance.now();
     await Promise.all(Array.from({ length: connections }, async () => {
       while (next < loadedDocs.length) {
@@ -201,6 +217,8 @@ async function measure(server: ChildServer): Promise<Figures> {
       await new Promise((r) => setTimeout(r, 200));
       stamps = await preciseRunningAt(cids);
     }
+    const cpu1 = procCpuSeconds(server.info.pid) ?? NaN;
+    const pg1 = cpuOf(pgPids);
     const loaded = answers.map((a) => stamps.get(a.cid)! - a.at).sort((a, b) => a - b);
     const idleSorted = idle.sort((a, b) => a - b);
     return {
@@ -210,6 +228,8 @@ async function measure(server: ChildServer): Promise<Figures> {
       loadedP50: quantile(loaded, 0.5),
       loadedP99: quantile(loaded, 0.99),
       launchAnswerP50: median(answers.map((a) => a.took)),
+      serverCpuMsPerLaunch: ((cpu1 - cpu0) * 1000) / launches,
+      pgCpuMsPerLaunch: pgPids.length ? ((pg1 - pg0) * 1000) / launches : NaN,
     };
   } finally {
     await db.end();
@@ -271,20 +291,52 @@ try {
   }
   const load = busyCores(cpu0, machineCpu());
 
+  // --profile: one more run per variant under --cpu-prof, summarised (not part of the figures above)
+  const profiles: Record<string, ProfileSummary> = {};
+  if (args.profile) {
+    for (const v of variants) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-prof-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+      const server = mode === 'compiled'
+        ? await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir: builds.get(v.name) })
+        : await spawnServer(path.relative(ROOT, path.join(v.root, 'bench/server.ts')), ['--log-level', 'warn'], nodeArgs);
+      try {
+        await measure(server);
+      } finally {
+        await server.stop();
+      }
+      const busyMs = (x: ProfileSummary) => x.totalMs * (1 - x.idleShare);
+      const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+      const summaries = files.map((f) => summarizeProfile(path.join(dir, f), 25)).sort((a, b) => busyMs(b) - busyMs(a));
+      if (summaries[0]) profiles[v.name] = summaries[0];
+    }
+  }
+
   const med = (name: string, key: keyof Figures) => median(results.get(name)!.map((f) => f[key]));
   const rows = variants.map((v) => [
     v.name, fmt(med(v.name, 'idleP50')), fmt(med(v.name, 'idleP99')), fmt(med(v.name, 'launchesPerSec'), 0),
     fmt(med(v.name, 'launchAnswerP50')), fmt(med(v.name, 'loadedP50')), fmt(med(v.name, 'loadedP99')),
+    fmt(med(v.name, 'serverCpuMsPerLaunch'), 2), fmt(med(v.name, 'pgCpuMsPerLaunch'), 2),
   ]);
   console.log(`\nlaunch -> running, delete of a fresh document; ${runs} run(s), medians; machine busy ${fmt(load)} of ${os.cpus().length} cores`);
-  printTable(['variant', 'idle p50 ms', 'idle p99 ms', 'launches/s', 'answer p50 ms', 'loaded p50 ms', 'loaded p99 ms'], rows);
+  printTable(['variant', 'idle p50 ms', 'idle p99 ms', 'launches/s', 'answer p50 ms', 'loaded p50 ms', 'loaded p99 ms', 'server CPU ms/launch', 'pg CPU ms/launch'], rows);
   let ratio: number | undefined;
+  let pairedRatio: number | undefined;
   if (variants.length === 2) {
+    const [b, a] = variants.map((v) => results.get(v.name)!);
     ratio = med(variants[1]!.name, 'launchesPerSec') / med(variants[0]!.name, 'launchesPerSec');
-    console.log(`\nlaunches/s after / before: ${fmt(ratio, 2)} (target >= 0.90); idle p50 after: ${fmt(med(variants[1]!.name, 'idleP50'))} ms (target < 100)`);
+    // runs alternate, so run i of both variants saw about the same machine load: the median of per-run ratios is the steadier figure
+    pairedRatio = median(a!.map((f, i) => f.launchesPerSec / b![i]!.launchesPerSec));
+    console.log(`\nlaunches/s after / before: ${fmt(ratio, 2)} (medians), ${fmt(pairedRatio, 2)} (median of per-run ratios) (target >= 0.90); idle p50 after: ${fmt(med(variants[1]!.name, 'idleP50'))} ms (target < 100)`);
+    console.log(`server CPU per launch after / before: ${fmt(med(variants[1]!.name, 'serverCpuMsPerLaunch') / med(variants[0]!.name, 'serverCpuMsPerLaunch'), 2)}`);
+  }
+  for (const [name, summary] of Object.entries(profiles)) {
+    console.log(`\n== CPU profile of ${name} (one extra run, whole server process) ==`);
+    printSummary(summary);
   }
   console.log(JSON.stringify({
-    bench: 'launch-latency', runs, latency: latencyN, launches, connections, server: mode, machineBusyCores: load, ratio,
+    bench: 'launch-latency', runs, latency: latencyN, launches, connections, server: mode, machineBusyCores: load, ratio, pairedRatio,
     results: Object.fromEntries(results),
   }));
 } finally {

@@ -22,6 +22,30 @@ export async function insertOutbox(sql: Sql, name: string, jobId: string, data: 
 }
 
 /**
+ * Runs one data-modifying statement (with its RETURNING list) and stores a job
+ * in the same statement: both or neither, without a transaction and in one
+ * round trip. The job's parameters follow the statement's. Returns the
+ * statement's rows and the outbox row id (undefined when the job was there
+ * already).
+ */
+export async function withOutbox<R extends object>(
+  sql: Sql, statement: { text: string; params: unknown[] }, name: string, jobId: string, data: unknown, leaseSec: number | null,
+): Promise<{ rows: R[]; id: number | undefined }> {
+  const n = statement.params.length;
+  const { rows } = await sql.query<R & { outbox_id: number | null }>(
+    `WITH main AS (${statement.text}),
+     job AS (
+       INSERT INTO outbox (name, job_id, data, claimed_until)
+       VALUES ($${n + 1}, $${n + 2}, $${n + 3}, CASE WHEN $${n + 4}::int IS NULL THEN NULL ELSE now() + make_interval(secs => $${n + 4}::int) END)
+       ON CONFLICT (job_id) DO NOTHING RETURNING id)
+     SELECT main.*, (SELECT id FROM job) AS outbox_id FROM main`,
+    [...statement.params, name, jobId, JSON.stringify(data), leaseSec],
+  );
+  const id = rows[0]?.outbox_id ?? undefined;
+  return { rows: rows.map(({ outbox_id: _, ...row }) => row as unknown as R), id };
+}
+
+/**
  * Claims up to `limit` rows for `leaseSec`, oldest first. SKIP LOCKED lets
  * several relays claim at once without waiting on each other or sharing a row;
  * the lease (not a held transaction) keeps others off while the jobs are

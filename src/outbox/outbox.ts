@@ -1,6 +1,6 @@
 import { jobIdFor, parseJob, type JobData, type JobName } from '../queue/jobs.js';
 import { isTx, type Sql } from '../storage/driver/database.js';
-import { insertOutbox, type OutboxRow } from './outbox-store.js';
+import { insertOutbox, withOutbox, type OutboxRow } from './outbox-store.js';
 
 /**
  * The one way request paths (areas, and later connectors) ask for background
@@ -14,6 +14,14 @@ export interface Outbox {
    * derived id (adding the same job twice stores it once) and returns the id.
    */
   add<N extends JobName>(tx: Sql, name: N, data: JobData<N>): Promise<string>;
+  /**
+   * `add` fused with one data-modifying statement (an INSERT or UPDATE with
+   * RETURNING): the state change and its job are written by a single
+   * statement, atomic without a transaction and one round trip instead of
+   * four (BEGIN, statement, outbox row, COMMIT). For hot paths such as
+   * command launches; returns the statement's rows.
+   */
+  addWith<N extends JobName, R extends object>(sql: Sql, statement: { text: string; params: unknown[] }, name: N, data: JobData<N>): Promise<R[]>;
 }
 
 /** This process's relay, as the outbox sees it (src/outbox/relay.ts). */
@@ -37,17 +45,27 @@ export interface LocalRelay {
  * the NOTIFY wakes the relays.
  */
 export function createOutbox(local?: LocalRelay): Outbox {
+  /** Once the row is committed: the local relay takes it (claimed at insert) or looks for it. */
+  const handOver = (sql: Sql, name: string, payload: unknown, id: number | undefined, lease: number | null) => {
+    if (!local) return;
+    const committed = id !== undefined && lease !== null ? () => local.take({ id, name, data: payload }) : () => local.wake();
+    if (isTx(sql)) sql.afterCommit(committed);
+    else committed(); // autocommitted already
+  };
   return {
     async add(tx, name, data) {
       const payload = parseJob(name, data);
       const jobId = jobIdFor(name, payload);
       const lease = local?.takesRows ? local.leaseSec : null;
-      const id = await insertOutbox(tx, name, jobId, payload, lease);
-      if (!local) return jobId;
-      const committed = id !== undefined && lease !== null ? () => local.take({ id, name, data: payload }) : () => local.wake();
-      if (isTx(tx)) tx.afterCommit(committed);
-      else committed(); // autocommitted already
+      handOver(tx, name, payload, await insertOutbox(tx, name, jobId, payload, lease), lease);
       return jobId;
+    },
+    async addWith(sql, statement, name, data) {
+      const payload = parseJob(name, data);
+      const lease = local?.takesRows ? local.leaseSec : null;
+      const { rows, id } = await withOutbox(sql, statement, name, jobIdFor(name, payload), payload, lease);
+      handOver(sql, name, payload, id, lease);
+      return rows as never;
     },
   };
 }

@@ -27,6 +27,9 @@ export interface RunnerDeps {
 }
 
 const nameExists = (name: string) => new AppError('NAME_EXISTS', `"${name}" already exists in the target collection`);
+/** Reports a command's progress (see `CommandRunner.progress`). */
+type Report = (done: number, total: number | null, final?: boolean) => Promise<void>;
+
 const hrefOf = (e: EntryRow) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
 
 /**
@@ -40,23 +43,32 @@ export class CommandRunner {
   async run(cid: string): Promise<void> {
     const cmd = await commands.transition(this.d.db, cid, 'running');
     if (!cmd) return; // delivered and deleted already, or final already: a duplicate job
+    const progress = this.progress(cid);
     try {
-      const result = await this.execute(cmd);
-      await commands.transition(this.d.db, cid, 'success', { result, expirySec: this.d.expirySec });
+      const result = await this.execute(cmd, progress.report);
+      await commands.transition(this.d.db, cid, 'success', { result, expirySec: this.d.expirySec, progress: progress.latest() });
     } catch (err) {
       const error = this.publicError(err, cid);
-      await commands.transition(this.d.db, cid, 'failure', { error, expirySec: this.d.expirySec });
+      await commands.transition(this.d.db, cid, 'failure', { error, expirySec: this.d.expirySec, progress: progress.latest() });
     }
   }
 
-  /** A throttled progress writer. It never rejects: progress is advisory and must not fail (or escape) a transfer. */
+  /**
+   * Progress of one run. `report` writes at most every 250 ms and never
+   * rejects: progress is advisory and must not fail (or escape) a transfer. A
+   * `final` report is only remembered: the final state's transition writes
+   * the latest figures with it, saving a round trip per command.
+   */
   private progress(cid: string) {
     let last = 0;
-    return async (done: number, total: number | null, force = false) => {
-      if (!force && Date.now() - last < 250) return;
+    let latest: { done: number; total: number | null } | undefined;
+    const report: Report = async (done, total, final = false) => {
+      latest = { done, total };
+      if (final || Date.now() - last < 250) return;
       last = Date.now();
       await commands.setProgress(this.d.db, cid, done, total).catch((err: unknown) => this.d.log.warn({ err, cid }, 'progress not recorded'));
     };
+    return { report, latest: () => latest };
   }
 
   private async entry(sid: string, uuid: string): Promise<EntryRow> {
@@ -65,9 +77,8 @@ export class CommandRunner {
     return e;
   }
 
-  private async execute(cmd: commands.CommandRow): Promise<Record<string, unknown>> {
+  private async execute(cmd: commands.CommandRow, report: Report): Promise<Record<string, unknown>> {
     const { backend } = this.d.repo.backend(cmd.sid);
-    const report = this.progress(cmd.cid);
     switch (cmd.command) {
       case 'copy': {
         const p = cmd.parameters as CommandParams<'copy'>;
@@ -112,7 +123,7 @@ export class CommandRunner {
           // Rows locked first, disk changed last, and put back when the transaction fails
           // (a name taken meanwhile, a target deleted meanwhile, a failed COMMIT).
           await transactionWithUndo(this.d.db, async (tx, onRollback) => {
-            const locked = await entries.lockSubtree(tx, cmd.sid, source.uuid);
+            const locked = (await entries.lockSubtree(tx, cmd.sid, source.uuid))?.root;
             const from = locked?.parent ? await entries.getEntry(tx, cmd.sid, locked.parent) : undefined;
             if (!locked || !from) throw new AppError('ENTRY_NOT_FOUND', `entry ${source.uuid} no longer exists`);
             const renamed = name !== locked.name
@@ -136,9 +147,8 @@ export class CommandRunner {
           const tasks = await this.d.repo.activeTasks(cmd.sid, source);
           if (tasks.length > 0) throw new AppError('DOCUMENT_IN_USE', `the document is used by ${tasks.length} task(s) in status processing`);
         }
-        const count = (await entries.subtree(this.d.db, cmd.sid, source.uuid)).length;
-        if (!(await this.d.repo.removeEntry(cmd.sid, source.uuid))) return { deleted: 0 };
-        await report(count, count, true);
+        const count = await this.d.repo.removeEntry(cmd.sid, source.uuid);
+        if (count > 0) await report(count, count, true);
         return { deleted: count };
       }
       case 'import':
@@ -164,7 +174,7 @@ export class CommandRunner {
    * has an owner: `pipeline` ties it to the meter, so an error on either side,
    * or a write that fails before reading, destroys both and is observed.
    */
-  private async importUrl(cmd: commands.CommandRow, report: (done: number, total: number | null, force?: boolean) => Promise<void>): Promise<Record<string, unknown>> {
+  private async importUrl(cmd: commands.CommandRow, report: Report): Promise<Record<string, unknown>> {
     const p = cmd.parameters as CommandParams<'import'>;
     const { backend } = this.d.repo.backend(cmd.sid);
     const uuid = entries.derivedUuid(`${cmd.cid}:import`);

@@ -72,10 +72,9 @@ export class CommandService {
       }
     }
     const cid = randomUUID();
-    await this.db.transaction(async (tx) => {
-      await commands.insertCommand(tx, { cid, sid, command, parameters: params as Record<string, unknown>, creator: p.user }, this.expirySec);
-      await this.outbox.add(tx, 'command.run', { cid, sid });
-    });
+    // the row and its job in one statement: one round trip, no transaction
+    const insert = commands.insertCommandStatement({ cid, sid, command, parameters: params as Record<string, unknown>, creator: p.user }, this.expirySec);
+    await this.outbox.addWith(this.db, insert, 'command.run', { cid, sid });
     return { cid };
   }
 

@@ -20,13 +20,13 @@ export interface CommandRow {
 
 const COLS = 'cid, sid, command, parameters, state, progress_done, progress_total, result, error, creator, created, updated, expires, attempts';
 
-export async function insertCommand(sql: Sql, c: Pick<CommandRow, 'cid' | 'sid' | 'command' | 'parameters' | 'creator'>, expirySec: number): Promise<CommandRow> {
-  const { rows } = await sql.query<CommandRow>(
-    `INSERT INTO commands (cid, sid, command, parameters, state, creator, expires)
+/** The INSERT of a new command (queued), as a statement the caller runs: alone or fused with its job (`Outbox.addWith`). */
+export function insertCommandStatement(c: Pick<CommandRow, 'cid' | 'sid' | 'command' | 'parameters' | 'creator'>, expirySec: number): { text: string; params: unknown[] } {
+  return {
+    text: `INSERT INTO commands (cid, sid, command, parameters, state, creator, expires)
      VALUES ($1, $2, $3, $4, 'queued', $5, now() + make_interval(secs => $6)) RETURNING ${COLS}`,
-    [c.cid, c.sid, c.command, JSON.stringify(c.parameters), c.creator, expirySec],
-  );
-  return rows[0]!;
+    params: [c.cid, c.sid, c.command, JSON.stringify(c.parameters), c.creator, expirySec],
+  };
 }
 
 export async function getCommand(sql: Sql, cid: string, lock = false): Promise<CommandRow | undefined> {
@@ -44,17 +44,20 @@ export async function getCommand(sql: Sql, cid: string, lock = false): Promise<C
  */
 export async function transition(
   sql: Sql, cid: string, to: CommandState,
-  fields: { result?: unknown; error?: unknown; expirySec?: number } = {},
+  fields: { result?: unknown; error?: unknown; expirySec?: number; progress?: { done: number; total: number | null } } = {},
 ): Promise<CommandRow | undefined> {
   const { rows } = await sql.query<CommandRow>(
     `UPDATE commands SET state = $2, updated = now(),
        attempts = attempts + CASE WHEN $2 = 'running' THEN 1 ELSE 0 END,
        result = COALESCE($3, result), error = COALESCE($4, error),
-       expires = CASE WHEN $5::int IS NULL THEN expires ELSE now() + make_interval(secs => $5::int) END
+       expires = CASE WHEN $5::int IS NULL THEN expires ELSE now() + make_interval(secs => $5::int) END,
+       progress_done = CASE WHEN $7::boolean THEN $8 ELSE progress_done END,
+       progress_total = CASE WHEN $7::boolean THEN $9 ELSE progress_total END
      WHERE cid = $1 AND state = ANY($6::text[])
      RETURNING ${COLS}`,
     [cid, to, fields.result === undefined ? null : JSON.stringify(fields.result),
-      fields.error === undefined ? null : JSON.stringify(fields.error), fields.expirySec ?? null, statesMovingTo(to)],
+      fields.error === undefined ? null : JSON.stringify(fields.error), fields.expirySec ?? null, statesMovingTo(to),
+      fields.progress !== undefined, fields.progress?.done ?? null, fields.progress?.total ?? null],
   );
   return rows[0];
 }

@@ -222,24 +222,35 @@ export async function subtree(sql: Sql, sid: string, uuid: string): Promise<Entr
   return rows;
 }
 
+/** A subtree locked by `lockSubtree`: its root as locked, and how many entries it holds (the root included). */
+export interface LockedSubtree {
+  root: EntryRow;
+  size: number;
+}
+
 /**
  * Locks the entry and every entry below it (`FOR UPDATE`) for the rest of the
- * transaction and returns the entry, or undefined when it is gone. Deletes,
+ * transaction and returns the entry with the subtree's size, or undefined when
+ * it is gone. Deletes,
  * renames and content writes take these locks before they touch the disk, so
  * two of them on the same entry (or on a collection and something inside it)
  * run one after the other. Rows are locked in uuid order, one global order,
  * so overlapping subtrees cannot deadlock.
  */
-export async function lockSubtree(tx: Sql, sid: string, uuid: string): Promise<EntryRow | undefined> {
-  await tx.query(
+export async function lockSubtree(tx: Sql, sid: string, uuid: string): Promise<LockedSubtree | undefined> {
+  // One statement: every row of the subtree locked (in uuid order, so two lockers cannot deadlock),
+  // the root's columns read from its locked (latest) version, the others' left null: only counted.
+  const rootOnly = COLS.split(',').map((c) => c.trim()).map((c) => (c === 'uuid' ? 'e.uuid' : `CASE WHEN e.uuid = $2 THEN e.${c} END AS ${c}`));
+  const { rows } = await tx.query<EntryRow>(
     `WITH RECURSIVE t AS (
        SELECT uuid FROM entries WHERE sid = $1 AND uuid = $2
        UNION ALL
        SELECT e.uuid FROM entries e JOIN t ON e.parent = t.uuid
-     ) SELECT e.uuid FROM entries e JOIN t ON e.uuid = t.uuid ORDER BY e.uuid FOR UPDATE OF e`,
+     ) SELECT ${rootOnly.join(', ')} FROM entries e JOIN t ON e.uuid = t.uuid ORDER BY e.uuid FOR UPDATE OF e`,
     [sid, uuid],
   );
-  return getEntry(tx, sid, uuid);
+  const root = rows.find((r) => r.uuid === uuid);
+  return root && { root, size: rows.length };
 }
 
 /** Is `ancestor` the entry itself or above it? (moves into oneself are refused) */

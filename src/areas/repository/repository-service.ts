@@ -194,7 +194,7 @@ export class RepositoryService {
       // Locked (with everything below when renaming) so a content write, a delete or another
       // rename of the same files waits; then everything is checked before the disk changes.
       const renaming = name !== entry.name;
-      const locked = renaming ? await store.lockSubtree(tx, sid, uuid) : await store.getEntry(tx, sid, uuid, true);
+      const locked = renaming ? (await store.lockSubtree(tx, sid, uuid))?.root : await store.getEntry(tx, sid, uuid, true);
       if (!locked || locked.parent === null) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
       const metadata = mode === 'replace' ? (change.metadata ?? {}) : mergeMetadata(locked.metadata, change.metadata ?? {});
       checkMergedMetadata(metadata);
@@ -230,19 +230,20 @@ export class RepositoryService {
 
   /**
    * Deletes the entry, everything below it and the backend's objects (no
-   * rights checked: callers did). False when the entry is gone already.
+   * rights checked: callers did). Returns how many entries went; 0 when the
+   * entry was gone already.
    */
-  async removeEntry(sid: string, uuid: string): Promise<boolean> {
+  async removeEntry(sid: string, uuid: string): Promise<number> {
     const { backend } = this.backend(sid);
     return this.db.transaction(async (tx) => {
       // Locks the entry and everything below: a content write or rename in there waits, then finds it gone.
       const locked = await store.lockSubtree(tx, sid, uuid);
-      if (!locked) return false;
-      if (locked.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
+      if (!locked) return 0;
+      if (locked.root.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
       await store.deleteEntry(tx, sid, uuid);
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
-      await backend.remove(locked);
-      return true;
+      await backend.remove(locked.root);
+      return locked.size;
     });
   }
 
