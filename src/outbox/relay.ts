@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/logger.js';
-import type { JobQueue } from '../queue/job-queue.js';
-import { InvalidJobError, JOBS, type JobName } from '../queue/jobs.js';
+import type { EnqueueRequest, JobQueue } from '../queue/job-queue.js';
+import { InvalidJobError, JOBS, parseJob, type JobName } from '../queue/jobs.js';
 import type { Database } from '../storage/driver/database.js';
 import { claimOutbox, deleteOutbox, releaseOutbox, type OutboxRow } from './outbox-store.js';
 import type { LocalRelay } from './outbox.js';
@@ -142,27 +142,36 @@ export class OutboxRelay implements LocalRelay {
     }
   }
 
-  /** Enqueues a claimed batch; done and invalid rows are deleted, failed ones released. Returns the failures. */
+  /**
+   * Enqueues a claimed batch in one Redis round trip per queue; done and
+   * invalid rows are deleted, failed ones released. Returns the failures.
+   */
   private async enqueue(rows: OutboxRow[]): Promise<number> {
     const done: number[] = [];
-    const failed: number[] = [];
-    await Promise.all(rows.map(async (row) => {
+    const valid: OutboxRow[] = [];
+    for (const row of rows) {
       // a job this version does not know is left claimed for a relay that does (the lease expires)
-      if (!Object.hasOwn(JOBS, row.name)) return;
+      if (!Object.hasOwn(JOBS, row.name)) continue;
       try {
-        await this.queue.enqueue(row.name as JobName, row.data as never, { timeoutMs: this.opts.enqueueTimeoutMs });
-        done.push(row.id);
+        parseJob(row.name as JobName, row.data as never);
+        valid.push(row);
       } catch (err) {
-        if (err instanceof InvalidJobError) {
-          // cannot succeed on any attempt: drop it rather than block the rows behind it
-          this.log.error({ err, id: row.id, name: row.name }, 'outbox row with an invalid payload dropped');
-          done.push(row.id);
-        } else {
-          failed.push(row.id);
-          if (this.failures === 0) this.log.warn({ err }, 'outbox relay cannot reach Redis; backing off');
-        }
+        if (!(err instanceof InvalidJobError)) throw err;
+        // cannot succeed on any attempt: drop it rather than block the rows behind it
+        this.log.error({ err, id: row.id, name: row.name }, 'outbox row with an invalid payload dropped');
+        done.push(row.id);
       }
-    }));
+    }
+    let failed: number[] = [];
+    if (valid.length > 0) {
+      try {
+        await this.queue.enqueueMany(valid.map((r) => ({ name: r.name, data: r.data }) as EnqueueRequest), { timeoutMs: this.opts.enqueueTimeoutMs });
+        done.push(...valid.map((r) => r.id));
+      } catch (err) {
+        failed = valid.map((r) => r.id);
+        if (this.failures === 0) this.log.warn({ err }, 'outbox relay cannot reach Redis; backing off');
+      }
+    }
     await deleteOutbox(this.db, done);
     await releaseOutbox(this.db, failed);
     return failed.length;

@@ -24,6 +24,12 @@ export interface JobQueue {
    * still land later, which the derived id makes harmless.
    */
   enqueue<N extends JobName>(name: N, data: JobData<N>, opts?: { delayMs?: number; timeoutMs?: number }): Promise<string>;
+  /**
+   * `enqueue` for a batch: one Redis round trip per queue (BullMQ `addBulk`,
+   * a MULTI), all or nothing per queue. Every payload is validated before
+   * Redis sees any (`InvalidJobError`). Returns the derived ids in order.
+   */
+  enqueueMany(jobs: readonly EnqueueRequest[], opts?: { timeoutMs?: number }): Promise<string[]>;
   /** Where the job derived from this payload stands (reconciler). */
   inspect<N extends JobName>(name: N, data: JobData<N>): Promise<JobStatus>;
   /**
@@ -48,6 +54,9 @@ export interface JobQueue {
   connected(): boolean;
   close(): Promise<void>;
 }
+
+/** One job of `enqueueMany`. */
+export type EnqueueRequest = { [N in JobName]: { name: N; data: JobData<N> } }[JobName];
 
 /** Redis did not take a job in time (see `JobQueue.enqueue`'s `timeoutMs`). */
 export class QueueUnavailableError extends Error {
@@ -119,6 +128,21 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       const added = add(name, payload, jobId, enqueueOpts?.delayMs);
       await (enqueueOpts?.timeoutMs === undefined ? added : bounded(added, enqueueOpts.timeoutMs));
       return jobId;
+    },
+    async enqueueMany(jobs, enqueueOpts) {
+      const byQueue = new Map<QueueName, { name: JobName; data: unknown; opts: { jobId: string; attempts: number } }[]>();
+      const ids = jobs.map(({ name, data }) => {
+        const payload = parseJob(name, data);
+        const jobId = jobIdFor(name, payload);
+        const queue = JOBS[name].queue;
+        let batch = byQueue.get(queue);
+        if (!batch) byQueue.set(queue, (batch = []));
+        batch.push({ name, data: payload, opts: { jobId, attempts: JOBS[name].attempts } });
+        return jobId;
+      });
+      const added = Promise.all([...byQueue].map(([queue, batch]) => queueFor(queue).addBulk(batch)));
+      await (enqueueOpts?.timeoutMs === undefined ? added : bounded(added, enqueueOpts.timeoutMs));
+      return ids;
     },
     async inspect(name, data) {
       const q = queueFor(JOBS[name].queue);

@@ -7,6 +7,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import { createOutbox } from '../../src/outbox/outbox.js';
 import { insertOutbox, outboxSize } from '../../src/outbox/outbox-store.js';
 import { OutboxRelay } from '../../src/outbox/relay.js';
+import { insertCommandStatement } from '../../src/areas/commands/command-store.js';
 import { TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
 import { bothDrivers } from '../helpers/databases.js';
 import { freePort } from '../helpers/process.js';
@@ -34,6 +35,11 @@ function counting(queue: JobQueue, seen: Map<string, number>): JobQueue {
       const id = await queue.enqueue(name, data, opts);
       seen.set(id, (seen.get(id) ?? 0) + 1);
       return id;
+    },
+    async enqueueMany(jobs, opts) {
+      const ids = await queue.enqueueMany(jobs, opts);
+      for (const id of ids) seen.set(id, (seen.get(id) ?? 0) + 1);
+      return ids;
     },
   };
 }
@@ -99,6 +105,33 @@ for (const [name, open] of drivers) {
       try {
         await eventually(async () => ((await outboxSize(db)) === 0 ? true : undefined), 10_000, 10);
         expect(await inRedis('commands', `command.${cid}.run`)).toBe(true);
+      } finally {
+        await relay.stop();
+      }
+    });
+
+    it('addWith writes the statement and its job together or not at all, in one autocommitted statement, and the local relay takes the job', async () => {
+      const relay = new OutboxRelay(db, queue, log, { sweepMs: 60_000 });
+      const local = createOutbox(relay);
+      await relay.start();
+      try {
+        const cid = uuid();
+        const rows = await local.addWith<'command.run', { cid: string; state: string }>(db, insertCommandStatement({ cid, sid: 'store', command: 'delete', parameters: {}, creator: 'u' }, 60), 'command.run', { cid, sid: 'store' });
+        expect(rows).toEqual([expect.objectContaining({ cid, state: 'queued' })]);
+        expect(rows[0]).not.toHaveProperty('outbox_id');
+        await eventually(async () => ((await inRedis('commands', `command.${cid}.run`)) ? true : undefined), 10_000, 1);
+        await relay.idle();
+        expect(await outboxSize(db)).toBe(0);
+        // the same cid again: the INSERT fails, so its (new) job is not written either
+        const before = await outboxSize(db);
+        const other = { text: `INSERT INTO commands (cid, sid, command, state, expires) VALUES ($1, 'store', 'delete', 'queued', now()) RETURNING cid`, params: [cid] };
+        await expect(local.addWith(db, other, 'preview.render', { sid: 'store', uuid: uuid(), version: 'x' })).rejects.toThrow();
+        expect(await outboxSize(db)).toBe(before);
+        // an invalid payload: nothing written, the statement not run
+        const fresh = uuid();
+        await expect(local.addWith(db, insertCommandStatement({ cid: fresh, sid: 'store', command: 'delete', parameters: {}, creator: 'u' }, 60), 'command.run', { cid: 'not-a-uuid', sid: 'store' })).rejects.toBeInstanceOf(InvalidJobError);
+        const { rows: found } = await db.query('SELECT 1 FROM commands WHERE cid = $1', [fresh]);
+        expect(found).toHaveLength(0);
       } finally {
         await relay.stop();
       }
