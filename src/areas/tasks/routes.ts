@@ -42,7 +42,8 @@ export function taskRoutes(s: Services): Router {
 
   const present = async (t: TaskRow, embed: ReadonlySet<TaskEmbed>, full: boolean) => {
     const parts = await taskLists.embedFor(t, { input: embed.has('input'), inputItems: embed.has('inputlist'), output: embed.has('output') });
-    return presentTask(t, { embed, full, ...parts });
+    const items = full || embed.has('cstats') ? await tasks.itemStates(t.tid) : undefined;
+    return presentTask(t, { embed, full, items, ...parts });
   };
 
   const search = (sid: (ctx: Context) => string | undefined, emptyIs404: boolean) => async (ctx: Context) => {

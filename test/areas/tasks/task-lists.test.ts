@@ -265,7 +265,7 @@ describe('GET /tasks/{tid}/input/{id}/content', () => {
     expect((await ann.get(`/v1/tasks/${tid}/input/6f1c7c2e-0000-4000-8000-000000000000/content`)).body.code).toBe('ITEM_NOT_FOUND');
     expect((await ann.get(`/v1/tasks/6f1c7c2e-0000-4000-8000-000000000000/input/${items[0]!.id}/content`)).body.code).toBe('TASK_NOT_FOUND');
     // another user's task shows nothing, even where the document itself would be readable
-    expect((await bob.get(`/v1/tasks/${tid}/input/${items[0]!.id}/content`)).status).toBe(403);
+    expect((await bob.get(`/v1/tasks/${tid}/input/${items[0]!.id}/content`)).status).toBe(404);
   });
 
   it('refuses private addresses unless imports may reach them', async () => {
