@@ -103,6 +103,10 @@ export const configSchema = z.strictObject({
     /** Allow `import` from loopback/private addresses (off in production). */
     importAllowPrivate: z.boolean().default(false),
   }).prefault({}),
+  tasks: z.strictObject({
+    /** Items a `text/csv` or `application/rli` task body may put into the input list (more: 413). */
+    maxInputItems: z.coerce.number().int().min(1).max(100_000_000).default(1_000_000),
+  }).prefault({}),
   previews: z.strictObject({
     previewSize: z.coerce.number().int().min(16).max(4096).default(1024),
     thumbSize: z.coerce.number().int().min(16).max(1024).default(128),

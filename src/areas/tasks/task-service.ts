@@ -11,6 +11,7 @@ import { metadataProblem } from '../repository/metadata-rules.js';
 import * as store from './task-store.js';
 import { ACTIVE_STATUSES } from './actions/task-states.js';
 import { reportedItems, type ItemRow as ItemStateRow } from './actions/item-state-store.js';
+import { settle } from './actions/settle.js';
 import type { TaskRow, TaskScope } from './task-store.js';
 
 /** Whether the task is active: no deletion, no change to it or its input list (DESIGN.md section 6). */
@@ -76,6 +77,19 @@ export class TaskService {
     }
     this.policy.require(p, 'tasks', action, task);
     return task;
+  }
+
+  /**
+   * `force`: the status brought up to date from the per-item states now,
+   * instead of waiting for the workers (a processing task whose items have
+   * all finished, say after a worker died between an item's last report and
+   * the status update), then the task read again.
+   */
+  async refresh(p: Principal, sid: string, tid: string): Promise<TaskRow> {
+    const task = await this.get(p, sid, tid);
+    if (!isActive(task)) return task;
+    await settle(this.db, tid);
+    return (await store.getTask(this.db, tid)) ?? task;
   }
 
   /** The per-item state rows (`cstats`), kept by the actions. */

@@ -268,8 +268,8 @@ describe('GET /tasks/{tid}/input/{id}/content', () => {
     expect((await bob.get(`/v1/tasks/${tid}/input/${items[0]!.id}/content`)).status).toBe(404);
   });
 
-  it('refuses private addresses unless imports may reach them', async () => {
-    const strict = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false }, services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
+  it('refuses private addresses unless imports may reach them; input lists past tasks.maxInputItems are 413', async () => {
+    const strict = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false }, tasks: { maxInputItems: 3 }, services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
     try {
       const client = strict.client.withToken(await strict.token('ann', ['user']));
       const made = await client.post(base, { name: 'private', lists: { input: { embedded: { listItems: [{ href: `${sourceUrl}/doc.pdf` }] } } } });
@@ -277,6 +277,14 @@ describe('GET /tasks/{tid}/input/{id}/content', () => {
       const res = await client.get(`/v1/tasks/${made.body.tid}/input/${list.body.embedded.listItems[0].id}/content`);
       expect(res.status).toBe(403);
       expect(res.body.code).toBe('IMPORT_FORBIDDEN');
+      const tasksBefore = (await client.get(`${base}?inlineCount=true`)).body.count;
+      const csv = ['item.href', ...Array.from({ length: 4 }, (_, i) => `https://example.com/${i}`)].join('\n');
+      const big = await client.request('POST', base, { body: csv, headers: { 'content-type': 'text/csv' } });
+      expect(big.status).toBe(413);
+      expect(big.body).toMatchObject({ code: 'LIST_TOO_LARGE', details: { maxItems: 3 } });
+      expect((await client.get(`${base}?inlineCount=true`)).body.count).toBe(tasksBefore);
+      const fits = await client.request('POST', base, { body: csv.split('\n').slice(0, 4).join('\n'), headers: { 'content-type': 'text/csv' } });
+      expect(fits.status).toBe(200);
     } finally {
       await strict.close();
     }

@@ -63,7 +63,13 @@ describe('create and read', () => {
     expect(items.map((i: { index: number }) => i.index)).toEqual([0, 1]);
     expect(items[0]).toMatchObject({ href: `/v1/services/store/repo/${doc.body.uuid}`, metadata: { copies: 2 } });
     expect(full.body.embedded.output).toMatchObject({ count: 0, embedded: { listItems: [] } });
-    expect((await ann.get(`${base}/${task.tid}?force=true`)).status).toBe(200);
+    // force: a processing task with no open item gets its status derived now (none failed: completed)
+    await setStatus(task.tid, 'processing');
+    expect((await ann.get(`${base}/${task.tid}`)).body.status).toBe('processing');
+    const forced = await ann.get(`${base}/${task.tid}?force=true`);
+    expect(forced.status).toBe(200);
+    expect(forced.body.status).toBe('completed');
+    expect((await ann.get(`${base}/${task.tid}`)).body.status).toBe('completed');
     expect((await ann.get(`${base}/${task.tid}?force=maybe`)).body.code).toBe('INVALID_QUERY');
   });
 
