@@ -50,7 +50,7 @@ describe('large task bodies', () => {
       ['text/csv', 'item.href,item.metadata.name\n', 'INVALID_CSV'],
       ['application/rli', '[DOCUMENT_1]\r\n', 'INVALID_RLIST'],
     ] as const) {
-      const res = await ann.request('POST', base, { body: garbage(100 * MB, head) as unknown as BodyInit, headers: { 'content-type': type } });
+      const res = await ann.request('POST', base, { body: garbage(100 * MB, head) as unknown as RequestInit['body'], headers: { 'content-type': type } });
       expect(res.status, JSON.stringify(res.body)).toBe(400);
       expect(res.body.code).toBe(code);
     }
@@ -72,7 +72,7 @@ describe('large task bodies', () => {
         this.push(`${lines.join('\n')}\n`);
       },
     });
-    const res = await ann.request('POST', base, { body: body as unknown as BodyInit, headers: { 'content-type': 'text/csv' } });
+    const res = await ann.request('POST', base, { body: body as unknown as RequestInit['body'], headers: { 'content-type': 'text/csv' } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const list = await ann.get(`${base}/${res.body.tid}/input`);
     expect(list.body.count).toBe(n);
