@@ -1,18 +1,18 @@
 import type { ItemRow, ListRow } from '../../lists/list-store.js';
 import type { TaskRow } from './task-store.js';
 import type { TaskEmbed } from './schema.js';
-import { presentCstats as cstatsOf } from './actions/present.js';
-import type { ItemRow as ItemStateRow } from './actions/item-state-store.js';
 
 export const taskHref = (t: Pick<TaskRow, 'sid' | 'tid'>) => `/v1/services/${encodeURIComponent(t.sid)}/tasks/${t.tid}`;
 
 /**
  * The task's `cstats` (DESIGN.md section 6): `{ "<jobId>": { state, item,
- * href, updated, message } }`, presented from the per-item state rows the
- * actions keep (`actions/present.ts`); the `tasks.cstats` column of migration
- * 001 is no longer read.
+ * href, updated, message } }`. The task store selects it from the per-item
+ * state rows the actions keep (`CSTATS_COLUMN`), never the old `tasks.cstats`
+ * column; this is the one place a body takes it from.
  */
-export const presentCstats = (rows: readonly ItemStateRow[]) => cstatsOf(rows);
+export function presentCstats(t: TaskRow): Record<string, unknown> {
+  return t.cstats;
+}
 
 export type TaskListKind = 'input' | 'output';
 
@@ -42,8 +42,6 @@ export interface TaskParts {
   embed: ReadonlySet<TaskEmbed>;
   /** Search results show `metadata` and `cstats` only when embedded; a single task always shows them. */
   full: boolean;
-  /** The item state rows `cstats` is made of (read when `full` or embedded). */
-  items?: readonly ItemStateRow[];
   input?: { list: ListRow; items?: readonly ItemRow[] };
   output?: { list: ListRow; items?: readonly ItemRow[] };
 }
@@ -64,7 +62,7 @@ export function presentTask(t: TaskRow, parts: TaskParts): Record<string, unknow
     modified: t.modified.toISOString(),
   };
   if (parts.full || parts.embed.has('metadata')) out.metadata = t.metadata;
-  if (parts.full || parts.embed.has('cstats')) out.cstats = presentCstats(parts.items ?? []);
+  if (parts.full || parts.embed.has('cstats')) out.cstats = presentCstats(t);
   out.links = {
     self: { href },
     input: { href: `${href}/input` },

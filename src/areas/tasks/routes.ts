@@ -42,8 +42,7 @@ export function taskRoutes(s: Services): Router {
 
   const present = async (t: TaskRow, embed: ReadonlySet<TaskEmbed>, full: boolean) => {
     const parts = await taskLists.embedFor(t, { input: embed.has('input'), inputItems: embed.has('inputlist'), output: embed.has('output') });
-    const items = full || embed.has('cstats') ? await tasks.itemStates(t.tid) : undefined;
-    return presentTask(t, { embed, full, items, ...parts });
+    return presentTask(t, { embed, full, ...parts });
   };
 
   const search = (sid: (ctx: Context) => string | undefined, emptyIs404: boolean) => async (ctx: Context) => {

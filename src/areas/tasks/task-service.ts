@@ -10,7 +10,6 @@ import { mergeMetadata } from '../repository/repository-service.js';
 import { metadataProblem } from '../repository/metadata-rules.js';
 import * as store from './task-store.js';
 import { ACTIVE_STATUSES } from './actions/task-states.js';
-import { reportedItems, type ItemRow as ItemStateRow } from './actions/item-state-store.js';
 import { settle } from './actions/settle.js';
 import type { TaskRow, TaskScope } from './task-store.js';
 
@@ -90,11 +89,6 @@ export class TaskService {
     if (!isActive(task)) return task;
     await settle(this.db, tid);
     return (await store.getTask(this.db, tid)) ?? task;
-  }
-
-  /** The per-item state rows (`cstats`), kept by the actions. */
-  itemStates(tid: string): Promise<ItemStateRow[]> {
-    return reportedItems(this.db, tid);
   }
 
   /**

@@ -3,6 +3,7 @@ import { throwSqlError } from '../../errors/sql-errors.js';
 import { fieldMap } from '../../query/fields.js';
 import type { ListQuery } from '../../query/tree.js';
 import { toSql } from '../../query/to-sql.js';
+import { CSTATS_COLUMN } from './actions/item-state-store.js';
 
 /** SQL of the `tasks` table; every statement is parameterized. Lists and items live in the list store. */
 
@@ -34,7 +35,8 @@ export const TASK_FIELDS = fieldMap({
   metadata: { sql: 'metadata', type: 'json' },
 }, 'metadata');
 
-const COLS = 'tid, sid, name, type, status, metadata, cstats, creator, owner, created, modified';
+// cstats comes from the per-item state rows (actions/item-state-store.ts), never the old column
+const COLS = `tid, sid, name, type, status, metadata, ${CSTATS_COLUMN}, creator, owner, created, modified`;
 
 export interface NewTask {
   tid: string;

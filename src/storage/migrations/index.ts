@@ -24,6 +24,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [
-  m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists,
-];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists];

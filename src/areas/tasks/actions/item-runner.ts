@@ -7,7 +7,7 @@ import type { Outbox } from '../../../outbox/outbox.js';
 import type { JobContext, JobData } from '../../../queue/jobs.js';
 import type { Database } from '../../../storage/driver/database.js';
 import type { ItemInterrupts } from './item-interrupts.js';
-import { mergeMetadata } from './metadata.js';
+import { mergeMetadata } from '../../../lists/merge-metadata.js';
 import * as store from './item-state-store.js';
 import { settle } from './settle.js';
 
@@ -46,7 +46,8 @@ export class ItemRunner {
       if (!(await store.claimItem(this.d.db, tid, row.item, run))) continue;
       const item: TaskItem = {
         sid: task.sid, tid, id: row.item, index: row.position, href: row.href,
-        metadata: mergeMetadata(row.doc_metadata ?? {}, task.metadata, row.list_metadata, row.item_metadata),
+        // effective metadata, lowest priority first: document, task, input list, item
+        metadata: [task.metadata, row.list_metadata, row.item_metadata].reduce(mergeMetadata, row.doc_metadata ?? {}),
       };
       await this.runOne(facet, item, run, ctx);
     }

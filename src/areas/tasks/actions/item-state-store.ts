@@ -151,6 +151,16 @@ export async function outcomeCounts(sql: Sql, tid: string): Promise<Partial<Reco
   return Object.fromEntries(rows.map((r) => [r.outcome, r.n]));
 }
 
+/**
+ * `cstats` as a column of a task query (`FROM tasks`): the reported item rows
+ * as one JSON object keyed by job id, shaped as `presentCstats` shapes them.
+ * The task store selects it instead of the old `tasks.cstats` column.
+ */
+export const CSTATS_COLUMN = `COALESCE((SELECT jsonb_object_agg(i.job_id, jsonb_build_object(
+    'state', COALESCE(i.state, i.outcome), 'item', i.item, 'href', i.href,
+    'updated', to_char(i.updated AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'message', i.message))
+  FROM task_items i WHERE i.tid = tasks.tid AND i.job_id IS NOT NULL), '{}'::jsonb) AS cstats`;
+
 /** The rows `cstats` is presented from: items a connector has reported on. */
 export async function reportedItems(sql: Sql, tid: string): Promise<ItemRow[]> {
   const { rows } = await sql.query<ItemRow>(

@@ -4,7 +4,6 @@ import { TASK_ACTIONS } from '../../../../src/connectors/facets/tasks.js';
 import { TASK_STATUSES, TASK_TRANSITIONS } from '../../../../src/areas/tasks/actions/task-states.js';
 import { presentCstats } from '../../../../src/areas/tasks/actions/present.js';
 import { reportedItems } from '../../../../src/areas/tasks/actions/item-state-store.js';
-import { mergeMetadata } from '../../../../src/areas/tasks/actions/metadata.js';
 import type { TestClient } from '../../../helpers/client.js';
 import { TEST_SERVICES, eventually, startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
 import { createTask, effectCounts, outcomes, statusOf, type TaskSpec } from './fixtures.js';
@@ -166,8 +165,6 @@ describe('the work', () => {
     expect((await cstats(b.tid))[`mock.${b.tid}.${b.items[0]}`]!.state).toBe('done');
     expect((await cstats(b.tid))[`mock.${b.tid}.${b.items[1]}`]!.message).toBe('the item says so');
     await waitStatus(c.tid, ['completed']);
-    // objects merge key by key; other values are replaced
-    expect(mergeMetadata({ a: { x: 1, y: 1 }, k: [1] }, { a: { y: 2 }, k: [2] })).toEqual({ a: { x: 1, y: 2 }, k: [2] });
   });
 
   it('an empty input list completes at once', async () => {

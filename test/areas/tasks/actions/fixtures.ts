@@ -13,7 +13,13 @@ export interface TaskSpec {
   items?: { href?: string; metadata?: Record<string, unknown>; doc?: { sid: string; uuid: string } }[];
 }
 
-/** A task factory: the task row, its input list and items, in one transaction. Returns the tid and the item ids in order. */
+/**
+ * A task factory: the task row, its input list and items, in one transaction,
+ * in any status (the state-table tests need every one) and for services
+ * without the tasks facet (the 404 tests). The HTTP create route is used
+ * where the test is about the whole path (`http.test.ts`).
+ * Returns the tid and the item ids in order.
+ */
 export async function createTask(db: { transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> }, spec: TaskSpec): Promise<{ tid: string; items: string[] }> {
   const tid = randomUUID();
   const lid = randomUUID();
@@ -21,8 +27,8 @@ export async function createTask(db: { transaction<T>(fn: (tx: Sql) => Promise<T
   await db.transaction(async (tx) => {
     await tx.query(`INSERT INTO tasks (tid, sid, name, status, metadata, creator) VALUES ($1, $2, $3, $4, $5, $6)`,
       [tid, spec.sid, `task ${tid.slice(0, 8)}`, spec.status ?? 'idle', JSON.stringify(spec.metadata ?? {}), spec.creator ?? 'alice']);
-    await tx.query(`INSERT INTO lists (lid, kind, tid, metadata, creator) VALUES ($1, 'input', $2, $3, $4)`,
-      [lid, tid, JSON.stringify(spec.listMetadata ?? {}), spec.creator ?? 'alice']);
+    await tx.query(`INSERT INTO lists (lid, kind, tid, metadata, creator, item_count) VALUES ($1, 'input', $2, $3, $4, $5)`,
+      [lid, tid, JSON.stringify(spec.listMetadata ?? {}), spec.creator ?? 'alice', spec.items?.length ?? 0]);
     const specs = spec.items ?? [];
     // one statement for all items: 1,000-item tasks are made quickly
     if (specs.length > 0) {
