@@ -79,7 +79,7 @@ export class ListService {
       });
     } finally {
       // a fetched body is ours: never leave it half-read (the request body is Koa's, which drains it)
-      if ('href' in input && !body.destroyed) body.destroy();
+      if ('href' in input) discard(body);
     }
   }
 
@@ -104,7 +104,7 @@ export class ListService {
       format = LIST_FORMATS.find((f) => f.name === name);
     }
     if (!format) {
-      fetched.body.destroy();
+      discard(fetched.body);
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', `${displayUrl(fetched.url)} is not a list (${type ?? 'no type'}); lists are ${LIST_FORMATS.map((f) => f.mimeType).join(', ')}`);
     }
     return { format, body: fetched.body };
@@ -186,6 +186,12 @@ export class ListService {
       if (!(await store.deleteItem(tx, lid, id))) throw new AppError('ITEM_NOT_FOUND', 'no such item in this list', { id });
     });
   }
+}
+
+/** Drops a fetched body; undici's body emits an error when destroyed, which must have a listener. */
+function discard(body: Readable): void {
+  body.on('error', () => undefined);
+  if (!body.destroyed) body.destroy();
 }
 
 function found(row: ItemRow | undefined, id: string): ItemRow {
