@@ -103,9 +103,9 @@ export const configSchema = z.strictObject({
     /** Allow `import` from loopback/private addresses (off in production). */
     importAllowPrivate: z.boolean().default(false),
   }).prefault({}),
-  tasks: z.strictObject({
-    /** Items a `text/csv` or `application/rli` task body may put into the input list (more: 413). */
-    maxInputItems: z.coerce.number().int().min(1).max(100_000_000).default(1_000_000),
+  lists: z.strictObject({
+    /** Items one imported list (per-user list or task body, any format) may hold; more is 413 LIST_TOO_LARGE. */
+    maxItems: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
   }).prefault({}),
   previews: z.strictObject({
     previewSize: z.coerce.number().int().min(16).max(4096).default(1024),

@@ -82,7 +82,7 @@ export function taskRoutes(s: Services): Router {
       return;
     }
     // CSV or RList: parsed as it streams in, inserted in the task's transaction
-    const parsed = parseList(format, requestBody(ctx), { maxItems: s.config.tasks.maxInputItems });
+    const parsed = parseList(format, requestBody(ctx), { maxItems: s.config.lists.maxItems });
     const { task } = await tasks.create(p, sid, { name: generatedName(), metadata: {} }, owner, (tx, t) =>
       taskLists.createFor(tx, t, { metadata: {} }, checkedItems(parsed.items), () => parsed.header()));
     ctx.body = await present(task, new Set(), true);

@@ -37,7 +37,7 @@ function garbage(total: number, head = ''): Readable {
 const rows = async () => Number((await rt.services.db.query<{ n: string }>('SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM list_items) AS n')).rows[0]!.n);
 
 beforeAll(async () => {
-  rt = await startTestRuntime({ overrides: { services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
+  rt = await startTestRuntime({ overrides: { lists: { maxItems: 100_000 }, services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
   ann = rt.client.withToken(await rt.token('ann', ['user']));
 });
 afterAll(() => rt.close());

@@ -268,8 +268,8 @@ describe('GET /tasks/{tid}/input/{id}/content', () => {
     expect((await bob.get(`/v1/tasks/${tid}/input/${items[0]!.id}/content`)).status).toBe(404);
   });
 
-  it('refuses private addresses unless imports may reach them; input lists past tasks.maxInputItems are 413', async () => {
-    const strict = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false }, tasks: { maxInputItems: 3 }, services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
+  it('refuses private addresses unless imports may reach them; input lists past lists.maxItems are 413', async () => {
+    const strict = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false }, lists: { maxItems: 3 }, services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
     try {
       const client = strict.client.withToken(await strict.token('ann', ['user']));
       const made = await client.post(base, { name: 'private', lists: { input: { embedded: { listItems: [{ href: `${sourceUrl}/doc.pdf` }] } } } });
