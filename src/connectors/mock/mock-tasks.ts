@@ -31,9 +31,7 @@ const draw = (item: TaskItem) => createHash('sha256').update(`${item.tid}:${item
 
 /** The side effect of a finished item: its counter in the service's state, in the final report's transaction. */
 const countEffect = (item: TaskItem): ItemEffect => async (state) => {
-  const key = effectKey(item.tid, item.id);
-  const prev = await state.get(key);
-  await state.put(key, { count: ((prev?.value as { count?: number } | undefined)?.count ?? 0) + 1 });
+  await state.increment(effectKey(item.tid, item.id));
 };
 
 /**
