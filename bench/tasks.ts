@@ -48,6 +48,8 @@ const { values: args } = parseArgs({
     server: { type: 'string', default: 'compiled' },
     items: { type: 'string', default: '1000' },
     'per-job': { type: 'string', default: '1,25,100' },
+    /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
+    'profile-dir': { type: 'string' },
   },
   strict: true,
 });
@@ -93,13 +95,13 @@ async function lanes(count: number, width: number, fn: (i: number) => Promise<vo
 }
 
 /** A server child with `queues.taskItemsPerJob` set through a CONFIG file (the child inherits the environment). */
-async function startServer(compiledDir: string | undefined, perJob?: number) {
+async function startServer(compiledDir: string | undefined, perJob?: number, nodeArgs: string[] = []) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-tasks-'));
   const file = path.join(dir, 'config.json');
   writeFileSync(file, JSON.stringify(perJob ? { queues: { taskItemsPerJob: perJob } } : {}));
   process.env.CONFIG = file;
   try {
-    return await spawnServer('bench/server.ts', ['--log-level', 'warn'], [], { compiledDir });
+    return await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir });
   } finally {
     delete process.env.CONFIG;
     rmSync(dir, { recursive: true, force: true });
@@ -139,7 +141,7 @@ async function bigTask(compiledDir: string | undefined, perJob: number): Promise
 }
 
 async function service(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; createSeconds: number; startsSeconds: number }> {
-  const server = await startServer(compiledDir);
+  const server = await startServer(compiledDir, undefined, args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : []);
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
   await db.connect();
@@ -163,6 +165,7 @@ async function service(compiledDir: string | undefined): Promise<{ seconds: numb
     const startsSeconds = (performance.now() - t0) / 1000;
     await waitCompleted(db, schema, n);
     const seconds = (performance.now() - t0) / 1000;
+    if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
     return { seconds, perSecond: n / seconds, createSeconds, startsSeconds };
   } finally {
     await db.end();
