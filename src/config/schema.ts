@@ -103,6 +103,10 @@ export const configSchema = z.strictObject({
     /** Allow `import` from loopback/private addresses (off in production). */
     importAllowPrivate: z.boolean().default(false),
   }).prefault({}),
+  lists: z.strictObject({
+    /** Items one imported list (per-user list or task body, any format) may hold; more is 413 LIST_TOO_LARGE. */
+    maxItems: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
+  }).prefault({}),
   previews: z.strictObject({
     previewSize: z.coerce.number().int().min(16).max(4096).default(1024),
     thumbSize: z.coerce.number().int().min(16).max(1024).default(128),

@@ -82,7 +82,7 @@ export function taskRoutes(s: Services): Router {
       return;
     }
     // CSV or RList: parsed as it streams in, inserted in the task's transaction
-    const parsed = parseList(format, requestBody(ctx));
+    const parsed = parseList(format, requestBody(ctx), { maxItems: s.config.lists.maxItems });
     const { task } = await tasks.create(p, sid, { name: generatedName(), metadata: {} }, owner, (tx, t) =>
       taskLists.createFor(tx, t, { metadata: {} }, checkedItems(parsed.items), () => parsed.header()));
     ctx.body = await present(task, new Set(), true);
@@ -90,10 +90,9 @@ export function taskRoutes(s: Services): Router {
 
   router.get('/services/:sid/tasks/:tid', async (ctx) => {
     const embed = embedParam(ctx, TASK_EMBEDS);
-    // force: every read is fresh from the database, where the workers keep the status; asking
-    // the connector itself is left to the actions (facet hook), so here the flag is only checked
-    flag(ctx, 'force');
-    const task = await tasks.get(principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'tid'));
+    const force = flag(ctx, 'force');
+    const [p, sid, tid] = [principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'tid')];
+    const task = force ? await tasks.refresh(p, sid, tid) : await tasks.get(p, sid, tid);
     ctx.body = await present(task, embed, true);
   });
 

@@ -10,7 +10,7 @@ import type { Logger } from '../../logging/logger.js';
 import { safeFetch } from '../../net/safe-fetch.js';
 import type { Tx } from '../../storage/driver/database.js';
 import type { RepositoryService } from '../repository/repository-service.js';
-import { ACTIVE_STATUS, checkMerged, taskActive, taskNotFound, type TaskService } from './task-service.js';
+import { checkMerged, isActive, taskActive, taskNotFound, type TaskService } from './task-service.js';
 import * as store from './task-store.js';
 import type { TaskRow } from './task-store.js';
 import type { TaskListKind } from './present.js';
@@ -120,7 +120,7 @@ export class TaskLists {
     return this.db.transaction(async (tx) => {
       const task = await store.getTask(tx, tid, true);
       if (!task) throw taskNotFound(tid, sid);
-      if (task.status === ACTIVE_STATUS) throw taskActive(task, what);
+      if (isActive(task)) throw taskActive(task, what);
       const result = await change(tx, task, await this.listOf(tx, task, 'input'));
       await store.touchTask(tx, tid);
       return result;

@@ -9,10 +9,12 @@ import type { ListQuery } from '../../query/tree.js';
 import { mergeMetadata } from '../repository/repository-service.js';
 import { metadataProblem } from '../repository/metadata-rules.js';
 import * as store from './task-store.js';
+import { ACTIVE_STATUSES } from './actions/task-states.js';
+import { settle } from './actions/settle.js';
 import type { TaskRow, TaskScope } from './task-store.js';
 
-/** A task's status in which it is active: no deletion, no change to its input list (DESIGN.md section 6). */
-export const ACTIVE_STATUS = 'processing';
+/** Whether the task is active: no deletion, no change to it or its input list (DESIGN.md section 6). */
+export const isActive = (t: TaskRow) => (ACTIVE_STATUSES as readonly string[]).includes(t.status);
 
 export const taskNotFound = (tid: string, sid?: string) =>
   new AppError('TASK_NOT_FOUND', sid === undefined ? `no task ${tid}` : `no task ${tid} in service "${sid}"`, sid === undefined ? { tid } : { sid, tid });
@@ -67,9 +69,26 @@ export class TaskService {
   async get(p: Principal, sid: string | undefined, tid: string, action: 'read' | 'write' | 'delete' = 'read'): Promise<TaskRow> {
     if (sid !== undefined) this.facet(sid);
     const task = await store.getTask(this.db, tid);
-    if (!task || (sid !== undefined && task.sid !== sid)) throw taskNotFound(tid, sid);
+    // another user's task is reported absent, as by the actions: nothing of it is shown
+    if (!task || (sid !== undefined && task.sid !== sid) || !this.policy.may(p, 'tasks', 'read', task)) {
+      this.policy.require(p, 'tasks', 'read'); // 403 without the area right at all
+      throw taskNotFound(tid, sid);
+    }
     this.policy.require(p, 'tasks', action, task);
     return task;
+  }
+
+  /**
+   * `force`: the status brought up to date from the per-item states now,
+   * instead of waiting for the workers (a processing task whose items have
+   * all finished, say after a worker died between an item's last report and
+   * the status update), then the task read again.
+   */
+  async refresh(p: Principal, sid: string, tid: string): Promise<TaskRow> {
+    const task = await this.get(p, sid, tid);
+    if (!isActive(task)) return task;
+    await settle(this.db, tid);
+    return (await store.getTask(this.db, tid)) ?? task;
   }
 
   /**
@@ -96,7 +115,7 @@ export class TaskService {
     return this.db.transaction(async (tx) => {
       const task = await store.getTask(tx, tid, true);
       if (!task) throw taskNotFound(tid, sid);
-      if (task.status === ACTIVE_STATUS) throw taskActive(task, 'cannot change the task');
+      if (isActive(task)) throw taskActive(task, 'cannot change the task');
       let metadata = task.metadata;
       if (mode === 'replace') metadata = change.metadata ?? {};
       else if (change.metadata) {
@@ -117,7 +136,7 @@ export class TaskService {
     await this.db.transaction(async (tx) => {
       const task = await store.getTask(tx, tid, true);
       if (!task) throw taskNotFound(tid, sid);
-      if (task.status === ACTIVE_STATUS) throw taskActive(task, 'cannot delete the task');
+      if (isActive(task)) throw taskActive(task, 'cannot delete the task');
       await store.deleteTask(tx, tid);
     });
   }

@@ -265,11 +265,11 @@ describe('GET /tasks/{tid}/input/{id}/content', () => {
     expect((await ann.get(`/v1/tasks/${tid}/input/6f1c7c2e-0000-4000-8000-000000000000/content`)).body.code).toBe('ITEM_NOT_FOUND');
     expect((await ann.get(`/v1/tasks/6f1c7c2e-0000-4000-8000-000000000000/input/${items[0]!.id}/content`)).body.code).toBe('TASK_NOT_FOUND');
     // another user's task shows nothing, even where the document itself would be readable
-    expect((await bob.get(`/v1/tasks/${tid}/input/${items[0]!.id}/content`)).status).toBe(403);
+    expect((await bob.get(`/v1/tasks/${tid}/input/${items[0]!.id}/content`)).status).toBe(404);
   });
 
-  it('refuses private addresses unless imports may reach them', async () => {
-    const strict = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false }, services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
+  it('refuses private addresses unless imports may reach them; input lists past lists.maxItems are 413', async () => {
+    const strict = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false }, lists: { maxItems: 3 }, services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: {} } } } } });
     try {
       const client = strict.client.withToken(await strict.token('ann', ['user']));
       const made = await client.post(base, { name: 'private', lists: { input: { embedded: { listItems: [{ href: `${sourceUrl}/doc.pdf` }] } } } });
@@ -277,6 +277,14 @@ describe('GET /tasks/{tid}/input/{id}/content', () => {
       const res = await client.get(`/v1/tasks/${made.body.tid}/input/${list.body.embedded.listItems[0].id}/content`);
       expect(res.status).toBe(403);
       expect(res.body.code).toBe('IMPORT_FORBIDDEN');
+      const tasksBefore = (await client.get(`${base}?inlineCount=true`)).body.count;
+      const csv = ['item.href', ...Array.from({ length: 4 }, (_, i) => `https://example.com/${i}`)].join('\n');
+      const big = await client.request('POST', base, { body: csv, headers: { 'content-type': 'text/csv' } });
+      expect(big.status).toBe(413);
+      expect(big.body).toMatchObject({ code: 'LIST_TOO_LARGE', details: { maxItems: 3 } });
+      expect((await client.get(`${base}?inlineCount=true`)).body.count).toBe(tasksBefore);
+      const fits = await client.request('POST', base, { body: csv.split('\n').slice(0, 4).join('\n'), headers: { 'content-type': 'text/csv' } });
+      expect(fits.status).toBe(200);
     } finally {
       await strict.close();
     }

@@ -63,7 +63,13 @@ describe('create and read', () => {
     expect(items.map((i: { index: number }) => i.index)).toEqual([0, 1]);
     expect(items[0]).toMatchObject({ href: `/v1/services/store/repo/${doc.body.uuid}`, metadata: { copies: 2 } });
     expect(full.body.embedded.output).toMatchObject({ count: 0, embedded: { listItems: [] } });
-    expect((await ann.get(`${base}/${task.tid}?force=true`)).status).toBe(200);
+    // force: a processing task with no open item gets its status derived now (none failed: completed)
+    await setStatus(task.tid, 'processing');
+    expect((await ann.get(`${base}/${task.tid}`)).body.status).toBe('processing');
+    const forced = await ann.get(`${base}/${task.tid}?force=true`);
+    expect(forced.status).toBe(200);
+    expect(forced.body.status).toBe('completed');
+    expect((await ann.get(`${base}/${task.tid}`)).body.status).toBe('completed');
     expect((await ann.get(`${base}/${task.tid}?force=maybe`)).body.code).toBe('INVALID_QUERY');
   });
 
@@ -150,7 +156,7 @@ describe('replace, patch, delete', () => {
 });
 
 describe('rights', () => {
-  it("shows nothing of another user's task: 403 on every row, absent from searches", async () => {
+  it("shows nothing of another user's task: 404 on every row (as if absent), absent from searches", async () => {
     const task = await mkTask(ann, { name: 'secret', metadata: { pin: '1234' }, lists: { input: { embedded: { listItems: [{ href: 'https://example.com/s' }] } } } });
     const itemId = (await ann.get(`${base}/${task.tid}/input?embed=items`)).body.embedded.listItems[0].id;
     for (const res of [
@@ -165,7 +171,8 @@ describe('rights', () => {
       await bob.get(`${base}/${task.tid}/output`),
       await bob.get(`/v1/tasks/${task.tid}/input/${itemId}/content`),
     ]) {
-      expect(res.status).toBe(403);
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe('TASK_NOT_FOUND');
       expect(JSON.stringify(res.body)).not.toContain('1234');
       expect(JSON.stringify(res.body)).not.toContain('secret');
     }
@@ -186,6 +193,13 @@ describe('rights', () => {
     const nobody = rt.client.withToken(await rt.token('zed', ['readonly']));
     expect((await nobody.post(base, { name: 'x' })).status).toBe(403);
     expect((await nobody.get(base)).status).toBe(200);
+    const own = await mkTask(admin, { name: 'readable' }, { 'x-owner': 'zed' });
+    expect((await nobody.get(`${base}/${own.tid}`)).status).toBe(200);
+    const refused = await nobody.patch(`${base}/${own.tid}`, { metadata: { a: '1' } });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe('FORBIDDEN');
+    const guest = rt.client.withToken(await rt.token('gus', ['no-such-role']));
+    expect((await guest.get(`${base}/${own.tid}`)).status).toBe(403);
   });
 });
 
