@@ -169,6 +169,20 @@ export async function settleTask(sql: Sql, tid: string): Promise<TaskStatus | un
   return rows[0]?.status;
 }
 
+/**
+ * `settleTask` for every processing task with no open item: the ones whose
+ * last report committed but whose worker died before settling them (the
+ * reconcile pass runs it). Returns how many moved.
+ */
+export async function settleStranded(sql: Sql): Promise<number> {
+  const { rowCount } = await sql.query(
+    `UPDATE tasks k SET status = CASE WHEN EXISTS (SELECT 1 FROM task_items WHERE tid = k.tid AND outcome <> 'done') THEN $1 ELSE $2 END,
+       modified = now()
+     WHERE k.status = 'processing' AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = k.tid AND outcome IN (${OPEN}))`,
+    [derivedStatus({ failed: 1 }), derivedStatus({})]);
+  return rowCount;
+}
+
 export async function outcomeCounts(sql: Sql, tid: string): Promise<Partial<Record<ItemRowOutcome, number>>> {
   const { rows } = await sql.query<{ outcome: ItemRowOutcome; n: number }>(
     'SELECT outcome, count(*)::int AS n FROM task_items WHERE tid = $1 GROUP BY outcome', [tid]);

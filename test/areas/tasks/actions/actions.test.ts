@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASK_ACTIONS } from '../../../../src/connectors/facets/tasks.js';
 import { TASK_STATUSES, TASK_TRANSITIONS } from '../../../../src/areas/tasks/actions/task-states.js';
 import { presentCstats } from '../../../../src/areas/tasks/actions/present.js';
+import { AREAS } from '../../../../src/areas/index.js';
+import { reconcile } from '../../../../src/worker/reconciler.js';
 import { reportedItems } from '../../../../src/areas/tasks/actions/item-state-store.js';
 import type { TestClient } from '../../../helpers/client.js';
 import { TEST_SERVICES, eventually, startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
@@ -224,5 +226,19 @@ describe('the work', () => {
     }, 5000, 20);
     expect(Date.now() - t0).toBeLessThan(5000);
     expect((await act(tid, 'abort')).status).toBe(204);
+  });
+
+  it('the reconcile pass settles a processing task whose items all finished while its worker died before settling it', async () => {
+    const ok = await task({ items: [{}, {}] });
+    const bad = await task({ items: [{}, { metadata: { mock: { fail: true } } }] });
+    for (const t of [ok, bad]) {
+      expect((await act(t.tid, 'start')).status).toBe(204);
+      await waitStatus(t.tid, ['completed', 'failed']);
+      // as if the worker had died between the last report and the status update
+      await db().query(`UPDATE tasks SET status = 'processing' WHERE tid = $1`, [t.tid]);
+    }
+    await reconcile(rt.services, AREAS);
+    expect(await statusOf(db(), ok.tid)).toBe('completed');
+    expect(await statusOf(db(), bad.tid)).toBe('failed');
   });
 });
