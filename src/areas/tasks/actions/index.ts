@@ -9,6 +9,7 @@ import { settle } from './settle.js';
 
 export { ActionService } from './action-service.js';
 export { presentCstats } from './present.js';
+export { itemReporter } from './item-reporter.js';
 export { reportedItems } from './item-state-store.js';
 export { ACTIVE_STATUSES, TASK_STATUSES, TASK_TRANSITIONS, type TaskStatus } from './task-states.js';
 

@@ -91,5 +91,7 @@ export class ItemRunner {
       tracked.done();
     }
     if (final) await settle(this.d.db, item.tid);
+    // returned without a final report: handed off (its later states come through the ItemReporter)
+    else await store.markHandedOff(this.d.db, item.tid, item.id, run);
   }
 }

@@ -72,7 +72,7 @@ export async function queueRun(sql: Sql, tid: string, run: number, perJob: numbe
      INSERT INTO task_items (tid, item, run, chunk, outcome, state, message)
      SELECT $1, id, $2, chunk, 'queued', 'queued', NULL FROM todo
      ON CONFLICT (tid, item) DO UPDATE SET run = EXCLUDED.run, chunk = EXCLUDED.chunk, outcome = 'queued',
-       state = 'queued', message = NULL, updated = now()
+       handed_off = false, state = 'queued', message = NULL, updated = now()
      RETURNING chunk`,
     [tid, run, perJob]);
   return [...new Set(rows.map((r) => Number(r.chunk)))].sort((a, b) => a - b);
@@ -111,7 +111,7 @@ export async function chunkItems(sql: Sql, tid: string, run: number, chunk: numb
      JOIN list_items li ON li.id = t.item
      JOIN lists l ON l.lid = li.lid
      LEFT JOIN entries e ON e.uuid = li.doc_uuid AND e.sid = li.doc_sid
-     WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running')
+     WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
      ORDER BY li.position, li.id`,
     [tid, run, chunk]);
   return rows;
@@ -126,7 +126,7 @@ export async function chunkItems(sql: Sql, tid: string, run: number, chunk: numb
 export async function claimItem(sql: Sql, tid: string, item: string, run: number): Promise<boolean> {
   const { rowCount } = await sql.query(
     `UPDATE task_items SET outcome = 'running', updated = now()
-     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running')
+     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running') AND NOT handed_off
        AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $3)`,
     [tid, item, run]);
   return rowCount > 0;
@@ -151,6 +151,26 @@ export async function writeReport(sql: Sql, tid: string, run: number, r: ItemRep
     `UPDATE task_items SET outcome = $4, job_id = $5, state = $6, href = COALESCE($7, href), message = $8, updated = now()
      WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN (${REPLACES[r.outcome]})`,
     [tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
+  return rowCount > 0;
+}
+
+/** `runItem` returned with the item still open: it runs elsewhere now (its reports come through the ItemReporter). */
+export async function markHandedOff(sql: Sql, tid: string, item: string, run: number): Promise<void> {
+  await sql.query(
+    `UPDATE task_items SET handed_off = true WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running')`,
+    [tid, item, run]);
+}
+
+/**
+ * A report from outside a job (a handed-off print job changed state): applied
+ * to the item's row under the task's current run, with the same refusals as
+ * `writeReport`.
+ */
+export async function writeLateReport(sql: Sql, tid: string, r: ItemReport): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET outcome = $3, job_id = $4, state = $5, href = COALESCE($6, href), message = $7, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = (SELECT run FROM tasks WHERE tid = $1) AND outcome IN (${REPLACES[r.outcome]})`,
+    [tid, r.item, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
   return rowCount > 0;
 }
 
@@ -211,7 +231,7 @@ export async function pendingChunks(sql: Sql, limit: number): Promise<{ sid: str
   const { rows } = await sql.query<{ sid: string; tid: string; run: number; chunk: number }>(
     `SELECT DISTINCT k.sid, t.tid, t.run, t.chunk
      FROM task_items t JOIN tasks k ON k.tid = t.tid AND k.run = t.run
-     WHERE k.status = 'processing' AND t.outcome IN ('queued', 'running')
+     WHERE k.status = 'processing' AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
      ORDER BY t.tid, t.chunk LIMIT $1`, [limit]);
   return rows;
 }
@@ -220,7 +240,7 @@ export async function pendingChunks(sql: Sql, limit: number): Promise<{ sid: str
 export async function failChunk(sql: Sql, tid: string, run: number, chunk: number, message: string): Promise<number> {
   const { rowCount } = await sql.query(
     `UPDATE task_items SET outcome = 'failed', state = 'failed', message = $4, updated = now()
-     WHERE tid = $1 AND run = $2 AND chunk = $3 AND outcome IN ('queued', 'running')`,
+     WHERE tid = $1 AND run = $2 AND chunk = $3 AND outcome IN ('queued', 'running') AND NOT handed_off`,
     [tid, run, chunk, message.slice(0, 2000)]);
   return rowCount;
 }

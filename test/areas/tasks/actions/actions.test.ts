@@ -5,6 +5,7 @@ import { TASK_STATUSES, TASK_TRANSITIONS } from '../../../../src/areas/tasks/act
 import { presentCstats } from '../../../../src/areas/tasks/actions/present.js';
 import { AREAS } from '../../../../src/areas/index.js';
 import { reconcile } from '../../../../src/worker/reconciler.js';
+import { itemReporter } from '../../../../src/areas/tasks/actions/item-reporter.js';
 import { reportedItems } from '../../../../src/areas/tasks/actions/item-state-store.js';
 import type { TestClient } from '../../../helpers/client.js';
 import { TEST_SERVICES, eventually, startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
@@ -240,5 +241,27 @@ describe('the work', () => {
     await reconcile(rt.services, AREAS);
     expect(await statusOf(db(), ok.tid)).toBe('completed');
     expect(await statusOf(db(), bad.tid)).toBe('failed');
+  });
+
+  it('a handed-off item is not run again by the reconciler; its late final report completes the task', async () => {
+    const { tid, items } = await task({ items: [{ metadata: { mock: { handOff: true } } }, {}] });
+    expect((await act(tid, 'start')).status).toBe(204);
+    const jobId = `mock.${tid}.${items[0]}`;
+    await eventually(async () => ((await outcomes(db(), tid)).done === 1 ? true : undefined), 20_000, 20);
+    await eventually(async () => {
+      const { rows } = await db().query<{ handed_off: boolean }>('SELECT handed_off FROM task_items WHERE tid = $1 AND item = $2', [tid, items[0]]);
+      return rows[0]?.handed_off ? true : undefined;
+    }, 20_000, 20);
+    expect((await cstats(tid))[jobId]).toMatchObject({ state: 'handed off', href: `mock://${tid}/${items[0]}` });
+    const counts = await reconcile(rt.services, AREAS);
+    expect(counts['tasks']).toBeUndefined(); // nothing pending: the handed-off item is not work of a job
+    expect(await statusOf(db(), tid)).toBe('processing');
+    const reporter = itemReporter(db());
+    await reporter.report(tid, { jobId, item: items[0]!, state: 'printed', outcome: 'done' });
+    expect(await statusOf(db(), tid)).toBe('completed');
+    expect((await cstats(tid))[jobId]).toMatchObject({ state: 'printed', href: `mock://${tid}/${items[0]}` });
+    // a late report after the end changes nothing
+    await reporter.report(tid, { jobId, item: items[0]!, state: 'failed', outcome: 'failed' });
+    expect((await cstats(tid))[jobId]!.state).toBe('printed');
   });
 });
