@@ -31,9 +31,7 @@ const draw = (item: TaskItem) => createHash('sha256').update(`${item.tid}:${item
 
 /** The side effect of a finished item: its counter in the service's state, in the final report's transaction. */
 const countEffect = (item: TaskItem): ItemEffect => async (state) => {
-  const key = effectKey(item.tid, item.id);
-  const prev = await state.get(key);
-  await state.put(key, { count: ((prev?.value as { count?: number } | undefined)?.count ?? 0) + 1 });
+  await state.increment(effectKey(item.tid, item.id));
 };
 
 /**
@@ -43,7 +41,9 @@ const countEffect = (item: TaskItem): ItemEffect => async (state) => {
  * (`mock.failRate` in the metadata overrides the option). A finished item
  * counts one side effect in `effects/<tid>/<item>` of the service's state,
  * in the same transaction as its final report: tests read the count to prove
- * that every item was processed exactly once. Pause and abort interrupt
+ * that every item was processed exactly once. `mock.handOff: true` hands the
+ * item off instead (reported `running` with an href, no final report: what a
+ * print connector does; tests finish it through the ItemReporter). Pause and abort interrupt
  * items in progress; resume runs them again.
  */
 export function mockTasks(o: MockTaskOptions): TasksFacet {
@@ -64,6 +64,11 @@ export function mockTasks(o: MockTaskOptions): TasksFacet {
         // on shutdown the item stays "running": it runs again after the restart
         if (by !== 'shutdown') await ctx.report({ jobId, state: by === 'pause' ? 'paused' : 'aborted', outcome: by === 'pause' ? 'paused' : 'aborted' });
         throw ctx.signal.reason;
+      }
+      // handed off: the work goes on "elsewhere" and its later states arrive through the tasks area's ItemReporter
+      if (setting(item.metadata, 'handOff') === true) {
+        await ctx.report({ jobId, state: 'handed off', outcome: 'running', href: `mock://${item.tid}/${item.id}` });
+        return;
       }
       const fail = setting(item.metadata, 'fail');
       const rate = numberIn(setting(item.metadata, 'failRate'), 0, 1) ?? o.failRate;

@@ -25,6 +25,9 @@ CREATE TABLE task_items (
   run integer NOT NULL,
   chunk integer NOT NULL,
   outcome text NOT NULL CHECK (outcome IN (${sqlList(ITEM_OUTCOMES)})),
+  -- runItem returned with the item still running elsewhere (a print job): its later reports come
+  -- through the ItemReporter, and no job of this run picks it up again
+  handed_off boolean NOT NULL DEFAULT false,
   -- the connector's last report: cstats is { job_id: { state, item, href, updated, message } }
   job_id text,
   state text,
@@ -35,5 +38,7 @@ CREATE TABLE task_items (
 );
 -- open work: what a chunk job picks up, what the reconciler and the status derivation look for
 CREATE INDEX task_items_open ON task_items (tid, run, chunk) WHERE outcome IN (${sqlList(OPEN_OUTCOMES)});
+-- the reconcile source: work a job still has to do
+CREATE INDEX task_items_unrun ON task_items (tid, run, chunk) WHERE outcome IN ('queued', 'running') AND NOT handed_off;
 `,
 };

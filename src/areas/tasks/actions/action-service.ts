@@ -1,4 +1,4 @@
-import type { Policy } from '../../../auth/policy.js';
+import type { Owned, Policy } from '../../../auth/policy.js';
 import type { Principal } from '../../../auth/principal.js';
 import { TASK_ACTIONS, type TaskAction, type TaskJobs, type TasksFacet } from '../../../connectors/facets/tasks.js';
 import { stateStore } from '../../../connectors/lifecycle/state-store.js';
@@ -12,7 +12,7 @@ import { notifyInterrupt } from './item-interrupts.js';
 import * as store from './item-state-store.js';
 import { reportOf } from './present.js';
 import { settle } from './settle.js';
-import { TASK_TRANSITIONS, allowedFrom } from './task-states.js';
+import { TASK_TRANSITIONS } from './task-states.js';
 
 export interface ActionDeps {
   db: Database;
@@ -44,31 +44,22 @@ export class ActionService {
 
   async act(p: Principal, sid: string, tid: string, action: TaskAction): Promise<void> {
     const facet = this.d.registry.get(sid).tasks;
-    const seen = await store.getTask(this.d.db, tid);
-    // another user's task is reported absent, never shown
-    if (!seen || seen.sid !== sid || !this.d.policy.may(p, 'tasks', 'read', seen)) {
-      throw new AppError('TASK_NOT_FOUND', `no task ${tid} in service "${sid}"`, { sid, tid });
-    }
     if (!facet?.actions.includes(action)) {
       throw new AppError('ACTION_UNSUPPORTED', `service "${sid}" does not offer the ${action} action`, { sid, action, actions: [...(facet?.actions ?? [])] });
     }
-    this.d.policy.require(p, 'tasks', 'act', seen);
+    const { from, to } = TASK_TRANSITIONS[action];
     const ran = await this.d.db.transaction(async (tx) => {
-      const task = await store.getTask(tx, tid, true);
-      if (!task) throw new AppError('TASK_NOT_FOUND', `no task ${tid} in service "${sid}"`, { sid, tid });
-      if (!allowedFrom(action, task.status)) {
-        throw new AppError('ACTION_NOT_ALLOWED', `cannot ${action} a task that is ${task.status}`, {
-          action, status: task.status, allowedFrom: [...TASK_TRANSITIONS[action].from],
-        });
-      }
-      const to = TASK_TRANSITIONS[action].to;
+      // the transition itself takes the row lock; rights are checked on the row it returns
+      // (a refusal rolls it back), so the common case is one statement
+      const moved = await store.transition(tx, sid, tid, from, to, action === 'start' || action === 'resume');
+      if (!moved) await this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
+      this.check(p, sid, tid, moved!);
+      const run = moved!.run;
       if (action === 'start' || action === 'resume') {
-        const run = await store.setStatus(tx, tid, to, true);
         const chunks = await store.queueRun(tx, tid, run, this.d.itemsPerJob);
         for (const chunk of chunks) await this.d.outbox.add(tx, 'task.items', { sid, tid, run, chunk });
         return chunks.length;
       }
-      await store.setStatus(tx, tid, to);
       await store.closeOpenItems(tx, tid, action === 'pause' ? 'paused' : 'aborted', action === 'pause' ? 'task paused' : 'task aborted');
       await notifyInterrupt(tx, tid, action === 'pause' ? 'pause' : 'abort');
       return undefined;
@@ -76,6 +67,21 @@ export class ActionService {
     // nothing left to run (every item done, or an empty input list): the status follows at once
     if (ran === 0) await settle(this.d.db, tid);
     if (action !== 'start') await this.hook(facet, action, sid, tid);
+  }
+
+  /** 404 for a task the caller may not see (another user's is reported absent, never shown), 403 without the act right. */
+  private check(p: Principal, sid: string, tid: string, task: Owned): void {
+    if (!this.d.policy.may(p, 'tasks', 'read', task)) throw new AppError('TASK_NOT_FOUND', `no task ${tid} in service "${sid}"`, { sid, tid });
+    this.d.policy.require(p, 'tasks', 'act', task);
+  }
+
+  /** Why the transition did not happen: the task is absent (404), not the caller's (404/403), or in the wrong status (409). */
+  private async refusal(p: Principal, sid: string, tid: string, action: TaskAction, task: store.ActionTaskRow | undefined): Promise<never> {
+    if (!task || task.sid !== sid) throw new AppError('TASK_NOT_FOUND', `no task ${tid} in service "${sid}"`, { sid, tid });
+    this.check(p, sid, tid, task);
+    throw new AppError('ACTION_NOT_ALLOWED', `cannot ${action} a task that is ${task.status}`, {
+      action, status: task.status, allowedFrom: [...TASK_TRANSITIONS[action].from],
+    });
   }
 
   /**

@@ -4,11 +4,12 @@ import { ActionService } from './action-service.js';
 import { actionRoutes } from './action-routes.js';
 import { ItemInterrupts } from './item-interrupts.js';
 import { ItemRunner } from './item-runner.js';
-import { failChunk, pendingChunks } from './item-state-store.js';
+import { failChunk, pendingChunks, settleStranded } from './item-state-store.js';
 import { settle } from './settle.js';
 
 export { ActionService } from './action-service.js';
 export { presentCstats } from './present.js';
+export { itemReporter } from './item-reporter.js';
 export { reportedItems } from './item-state-store.js';
 export { ACTIVE_STATUSES, TASK_STATUSES, TASK_TRANSITIONS, type TaskStatus } from './task-states.js';
 
@@ -43,6 +44,9 @@ export const taskActionsArea: Area = {
     return { 'task.items': (data, ctx) => runner.run(data, ctx) };
   },
   async pending(s, limit) {
+    // a task whose last item finished while its worker died before settling it has no job left to wait for
+    const settled = await settleStranded(s.db);
+    if (settled > 0) s.log.info({ settled }, 'settled processing tasks whose items had all finished');
     return (await pendingChunks(s.db, limit)).map((data) => ({ name: 'task.items' as const, data }));
   },
   async abandon(s, job, reason) {

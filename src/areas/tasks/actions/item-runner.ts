@@ -31,23 +31,22 @@ export class ItemRunner {
   constructor(private readonly d: RunnerDeps) {}
 
   async run(job: JobData<'task.items'>, ctx: JobContext): Promise<void> {
-    const { tid, run, chunk } = job;
-    const task = await store.getTask(this.d.db, tid);
-    if (!task || task.run !== run || task.status !== 'processing') return; // paused, aborted, restarted or deleted meanwhile
-    const facet = this.d.registry.get(task.sid).tasks;
+    const { sid, tid, run, chunk } = job;
+    const items = await store.chunkItems(this.d.db, tid, run, chunk);
+    if (items.length === 0) return; // done already, or the task is paused, aborted, restarted or deleted
+    const facet = this.d.registry.get(sid).tasks;
     if (!facet) {
-      await this.d.db.transaction((tx) => store.failChunk(tx, tid, run, chunk, `service "${task.sid}" no longer runs tasks`));
+      await store.failChunk(this.d.db, tid, run, chunk, `service "${sid}" no longer runs tasks`);
       await settle(this.d.db, tid);
       return;
     }
-    const items = await store.chunkItems(this.d.db, tid, run, chunk);
     for (const row of items) {
       if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
       if (!(await store.claimItem(this.d.db, tid, row.item, run))) continue;
       const item: TaskItem = {
-        sid: task.sid, tid, id: row.item, index: row.position, href: row.href,
+        sid, tid, id: row.item, index: row.position, href: row.href,
         // effective metadata, lowest priority first: document, task, input list, item
-        metadata: [task.metadata, row.list_metadata, row.item_metadata].reduce(mergeMetadata, row.doc_metadata ?? {}),
+        metadata: [row.task_metadata, row.list_metadata, row.item_metadata].reduce(mergeMetadata, row.doc_metadata ?? {}),
       };
       await this.runOne(facet, item, run, ctx);
     }
@@ -59,11 +58,14 @@ export class ItemRunner {
     const report = async (r: Omit<ItemReport, 'item'>, effect?: ItemEffect): Promise<boolean> => {
       const full = { ...r, item: item.id };
       const isFinal = r.outcome === 'done' || r.outcome === 'failed' || r.outcome === 'aborted';
-      const applied = await this.d.db.transaction(async (tx) => {
-        const ok = await store.writeReport(tx, item.tid, run, full);
-        if (ok && effect && isFinal) await effect(stateStore(tx, item.sid));
-        return ok;
-      });
+      // with an effect: report and effect in one transaction; without, one autocommitted statement
+      const applied = effect && isFinal
+        ? await this.d.db.transaction(async (tx) => {
+          const ok = await store.writeReport(tx, item.tid, run, full);
+          if (ok) await effect(stateStore(tx, item.sid));
+          return ok;
+        })
+        : await store.writeReport(this.d.db, item.tid, run, full);
       if (applied && isFinal) final = true;
       return applied;
     };
@@ -89,5 +91,7 @@ export class ItemRunner {
       tracked.done();
     }
     if (final) await settle(this.d.db, item.tid);
+    // returned without a final report: handed off (its later states come through the ItemReporter)
+    else await store.markHandedOff(this.d.db, item.tid, item.id, run);
   }
 }

@@ -1,6 +1,6 @@
 import type { ItemReport } from '../../../connectors/facets/tasks.js';
 import type { Sql } from '../../../storage/driver/database.js';
-import { OPEN_OUTCOMES, sqlList, type ItemRowOutcome, type TaskStatus } from './task-states.js';
+import { OPEN_OUTCOMES, derivedStatus, sqlList, type ItemRowOutcome, type TaskStatus } from './task-states.js';
 
 /**
  * All SQL of task actions: the task's status and run counter, and the
@@ -37,12 +37,20 @@ export async function getTask(sql: Sql, tid: string, lock = false): Promise<Acti
   return rows[0];
 }
 
-/** Moves the task to `status`; with `newRun`, counts a new run (start, resume). Returns the run. */
-export async function setStatus(sql: Sql, tid: string, status: TaskStatus, newRun = false): Promise<number> {
-  const { rows } = await sql.query<{ run: number }>(
-    `UPDATE tasks SET status = $2, run = run + CASE WHEN $3 THEN 1 ELSE 0 END, modified = now() WHERE tid = $1 RETURNING run`,
-    [tid, status, newRun]);
-  return rows[0]!.run;
+/**
+ * Moves the task to `to` when its status is one of `from` (the state table's
+ * cell), under the row lock the UPDATE takes; with `newRun`, counts a new run
+ * (start, resume). Undefined when the task is absent, in another service or
+ * in a status the action is not allowed from.
+ */
+export async function transition(
+  sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, newRun: boolean,
+): Promise<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> | undefined> {
+  const { rows } = await sql.query<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'>>(
+    `UPDATE tasks SET status = $4, run = run + CASE WHEN $5 THEN 1 ELSE 0 END, modified = now()
+     WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[]) RETURNING run, creator, owner`,
+    [tid, sid, [...from], to, newRun]);
+  return rows[0];
 }
 
 /**
@@ -52,11 +60,11 @@ export async function setStatus(sql: Sql, tid: string, status: TaskStatus, newRu
  * Returns the chunk numbers (one job each).
  */
 export async function queueRun(sql: Sql, tid: string, run: number, perJob: number): Promise<number[]> {
-  await sql.query(
-    `DELETE FROM task_items t WHERE t.tid = $1 AND NOT EXISTS (
-       SELECT 1 FROM list_items li JOIN lists l ON l.lid = li.lid WHERE l.tid = $1 AND l.kind = 'input' AND li.id = t.item)`, [tid]);
   const { rows } = await sql.query<{ chunk: number }>(
-    `WITH todo AS (
+    `WITH gone AS (
+       DELETE FROM task_items t WHERE t.tid = $1 AND NOT EXISTS (
+         SELECT 1 FROM list_items li JOIN lists l ON l.lid = li.lid WHERE l.tid = $1 AND l.kind = 'input' AND li.id = t.item)),
+     todo AS (
        SELECT li.id, (row_number() OVER (ORDER BY li.position, li.id) - 1) / $3 AS chunk
        FROM list_items li JOIN lists l ON l.lid = li.lid
        LEFT JOIN task_items t ON t.tid = $1 AND t.item = li.id
@@ -64,7 +72,7 @@ export async function queueRun(sql: Sql, tid: string, run: number, perJob: numbe
      INSERT INTO task_items (tid, item, run, chunk, outcome, state, message)
      SELECT $1, id, $2, chunk, 'queued', 'queued', NULL FROM todo
      ON CONFLICT (tid, item) DO UPDATE SET run = EXCLUDED.run, chunk = EXCLUDED.chunk, outcome = 'queued',
-       state = 'queued', message = NULL, updated = now()
+       handed_off = false, state = 'queued', message = NULL, updated = now()
      RETURNING chunk`,
     [tid, run, perJob]);
   return [...new Set(rows.map((r) => Number(r.chunk)))].sort((a, b) => a - b);
@@ -83,20 +91,27 @@ export interface ChunkItem {
   item: string;
   position: number;
   href: string;
+  task_metadata: Record<string, unknown>;
   item_metadata: Record<string, unknown>;
   list_metadata: Record<string, unknown>;
   doc_metadata: Record<string, unknown> | null;
 }
 
-/** The open items of one job of a run, in list order, with the document's metadata when the href names one. */
+/**
+ * The open items of one job of a run, in list order, with the document's
+ * metadata when the href names one; none unless the task still processes
+ * this run (paused, aborted, restarted or deleted meanwhile).
+ */
 export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
   const { rows } = await sql.query<ChunkItem>(
-    `SELECT t.item, li.position, li.href, li.metadata AS item_metadata, l.metadata AS list_metadata, e.metadata AS doc_metadata
+    `SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
+       l.metadata AS list_metadata, e.metadata AS doc_metadata
      FROM task_items t
+     JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
      JOIN list_items li ON li.id = t.item
      JOIN lists l ON l.lid = li.lid
      LEFT JOIN entries e ON e.uuid = li.doc_uuid AND e.sid = li.doc_sid
-     WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running')
+     WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
      ORDER BY li.position, li.id`,
     [tid, run, chunk]);
   return rows;
@@ -111,7 +126,7 @@ export async function chunkItems(sql: Sql, tid: string, run: number, chunk: numb
 export async function claimItem(sql: Sql, tid: string, item: string, run: number): Promise<boolean> {
   const { rowCount } = await sql.query(
     `UPDATE task_items SET outcome = 'running', updated = now()
-     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running')
+     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running') AND NOT handed_off
        AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $3)`,
     [tid, item, run]);
   return rowCount > 0;
@@ -139,10 +154,53 @@ export async function writeReport(sql: Sql, tid: string, run: number, r: ItemRep
   return rowCount > 0;
 }
 
-/** Whether any item is still open (cheap: the partial index). */
-export async function hasOpenItems(sql: Sql, tid: string): Promise<boolean> {
-  const { rows } = await sql.query<{ open: boolean }>(`SELECT EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND outcome IN (${OPEN})) AS open`, [tid]);
-  return rows[0]!.open;
+/** `runItem` returned with the item still open: it runs elsewhere now (its reports come through the ItemReporter). */
+export async function markHandedOff(sql: Sql, tid: string, item: string, run: number): Promise<void> {
+  await sql.query(
+    `UPDATE task_items SET handed_off = true WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running')`,
+    [tid, item, run]);
+}
+
+/**
+ * A report from outside a job (a handed-off print job changed state): applied
+ * to the item's row under the task's current run, with the same refusals as
+ * `writeReport`.
+ */
+export async function writeLateReport(sql: Sql, tid: string, r: ItemReport): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET outcome = $3, job_id = $4, state = $5, href = COALESCE($6, href), message = $7, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = (SELECT run FROM tasks WHERE tid = $1) AND outcome IN (${REPLACES[r.outcome]})`,
+    [tid, r.item, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
+  return rowCount > 0;
+}
+
+/**
+ * The status derivation of `derivedStatus` as one statement: the task moves
+ * from processing to completed (every item done) or failed (anything else
+ * final) when no item is open; undefined when it did not move.
+ */
+export async function settleTask(sql: Sql, tid: string): Promise<TaskStatus | undefined> {
+  const { rows } = await sql.query<{ status: TaskStatus }>(
+    `UPDATE tasks SET status = CASE WHEN EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND outcome <> 'done') THEN $2 ELSE $3 END,
+       modified = now()
+     WHERE tid = $1 AND status = 'processing' AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND outcome IN (${OPEN}))
+     RETURNING status`,
+    [tid, derivedStatus({ failed: 1 }), derivedStatus({})]);
+  return rows[0]?.status;
+}
+
+/**
+ * `settleTask` for every processing task with no open item: the ones whose
+ * last report committed but whose worker died before settling them (the
+ * reconcile pass runs it). Returns how many moved.
+ */
+export async function settleStranded(sql: Sql): Promise<number> {
+  const { rowCount } = await sql.query(
+    `UPDATE tasks k SET status = CASE WHEN EXISTS (SELECT 1 FROM task_items WHERE tid = k.tid AND outcome <> 'done') THEN $1 ELSE $2 END,
+       modified = now()
+     WHERE k.status = 'processing' AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = k.tid AND outcome IN (${OPEN}))`,
+    [derivedStatus({ failed: 1 }), derivedStatus({})]);
+  return rowCount;
 }
 
 export async function outcomeCounts(sql: Sql, tid: string): Promise<Partial<Record<ItemRowOutcome, number>>> {
@@ -173,7 +231,7 @@ export async function pendingChunks(sql: Sql, limit: number): Promise<{ sid: str
   const { rows } = await sql.query<{ sid: string; tid: string; run: number; chunk: number }>(
     `SELECT DISTINCT k.sid, t.tid, t.run, t.chunk
      FROM task_items t JOIN tasks k ON k.tid = t.tid AND k.run = t.run
-     WHERE k.status = 'processing' AND t.outcome IN ('queued', 'running')
+     WHERE k.status = 'processing' AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
      ORDER BY t.tid, t.chunk LIMIT $1`, [limit]);
   return rows;
 }
@@ -182,7 +240,7 @@ export async function pendingChunks(sql: Sql, limit: number): Promise<{ sid: str
 export async function failChunk(sql: Sql, tid: string, run: number, chunk: number, message: string): Promise<number> {
   const { rowCount } = await sql.query(
     `UPDATE task_items SET outcome = 'failed', state = 'failed', message = $4, updated = now()
-     WHERE tid = $1 AND run = $2 AND chunk = $3 AND outcome IN ('queued', 'running')`,
+     WHERE tid = $1 AND run = $2 AND chunk = $3 AND outcome IN ('queued', 'running') AND NOT handed_off`,
     [tid, run, chunk, message.slice(0, 2000)]);
   return rowCount;
 }

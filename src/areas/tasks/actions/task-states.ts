@@ -19,7 +19,6 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskAction, { from: readonly Task
 /** A task is active (cannot be deleted, its documents are in use) while processing. */
 export const ACTIVE_STATUSES: readonly TaskStatus[] = ['processing'];
 
-export const allowedFrom = (action: TaskAction, status: TaskStatus): boolean => TASK_TRANSITIONS[action].from.includes(status);
 
 /**
  * Per-item outcomes as stored in `task_items`: the connector's `ItemOutcome`

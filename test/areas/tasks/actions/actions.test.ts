@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASK_ACTIONS } from '../../../../src/connectors/facets/tasks.js';
 import { TASK_STATUSES, TASK_TRANSITIONS } from '../../../../src/areas/tasks/actions/task-states.js';
 import { presentCstats } from '../../../../src/areas/tasks/actions/present.js';
+import { AREAS } from '../../../../src/areas/index.js';
+import { reconcile } from '../../../../src/worker/reconciler.js';
+import { itemReporter } from '../../../../src/areas/tasks/actions/item-reporter.js';
 import { reportedItems } from '../../../../src/areas/tasks/actions/item-state-store.js';
 import type { TestClient } from '../../../helpers/client.js';
 import { TEST_SERVICES, eventually, startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
@@ -224,5 +227,41 @@ describe('the work', () => {
     }, 5000, 20);
     expect(Date.now() - t0).toBeLessThan(5000);
     expect((await act(tid, 'abort')).status).toBe(204);
+  });
+
+  it('the reconcile pass settles a processing task whose items all finished while its worker died before settling it', async () => {
+    const ok = await task({ items: [{}, {}] });
+    const bad = await task({ items: [{}, { metadata: { mock: { fail: true } } }] });
+    for (const t of [ok, bad]) {
+      expect((await act(t.tid, 'start')).status).toBe(204);
+      await waitStatus(t.tid, ['completed', 'failed']);
+      // as if the worker had died between the last report and the status update
+      await db().query(`UPDATE tasks SET status = 'processing' WHERE tid = $1`, [t.tid]);
+    }
+    await reconcile(rt.services, AREAS);
+    expect(await statusOf(db(), ok.tid)).toBe('completed');
+    expect(await statusOf(db(), bad.tid)).toBe('failed');
+  });
+
+  it('a handed-off item is not run again by the reconciler; its late final report completes the task', async () => {
+    const { tid, items } = await task({ items: [{ metadata: { mock: { handOff: true } } }, {}] });
+    expect((await act(tid, 'start')).status).toBe(204);
+    const jobId = `mock.${tid}.${items[0]}`;
+    await eventually(async () => ((await outcomes(db(), tid)).done === 1 ? true : undefined), 20_000, 20);
+    await eventually(async () => {
+      const { rows } = await db().query<{ handed_off: boolean }>('SELECT handed_off FROM task_items WHERE tid = $1 AND item = $2', [tid, items[0]]);
+      return rows[0]?.handed_off ? true : undefined;
+    }, 20_000, 20);
+    expect((await cstats(tid))[jobId]).toMatchObject({ state: 'handed off', href: `mock://${tid}/${items[0]}` });
+    const counts = await reconcile(rt.services, AREAS);
+    expect(counts['tasks']).toBeUndefined(); // nothing pending: the handed-off item is not work of a job
+    expect(await statusOf(db(), tid)).toBe('processing');
+    const reporter = itemReporter(db());
+    await reporter.report(tid, { jobId, item: items[0]!, state: 'printed', outcome: 'done' });
+    expect(await statusOf(db(), tid)).toBe('completed');
+    expect((await cstats(tid))[jobId]).toMatchObject({ state: 'printed', href: `mock://${tid}/${items[0]}` });
+    // a late report after the end changes nothing
+    await reporter.report(tid, { jobId, item: items[0]!, state: 'failed', outcome: 'failed' });
+    expect((await cstats(tid))[jobId]!.state).toBe('printed');
   });
 });

@@ -51,9 +51,9 @@ export async function statusOf(db: Sql, tid: string): Promise<string> {
 
 /** The mock connector's side-effect count per item id of a task (absent: never processed). */
 export async function effectCounts(db: Sql, sid: string, tid: string): Promise<Map<string, number>> {
-  const { rows } = await db.query<{ key: string; value: { count: number } }>(
+  const { rows } = await db.query<{ key: string; value: number }>(
     `SELECT key, value FROM connector_state WHERE sid = $1 AND key LIKE $2`, [sid, `${effectKey(tid, '')}%`]);
-  return new Map(rows.map((r) => [r.key.slice(effectKey(tid, '').length), r.value.count]));
+  return new Map(rows.map((r) => [r.key.slice(effectKey(tid, '').length), Number(r.value)]));
 }
 
 /** Item outcomes of a task, counted. */
