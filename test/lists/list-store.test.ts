@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ListItem } from '../../src/lists/formats/index.js';
+import * as store from '../../src/lists/list-store.js';
+import type { Database } from '../../src/storage/driver/database.js';
+import { bothDrivers, type TestDatabase } from '../helpers/databases.js';
+
+/** The list store on both drivers: positions stay dense, ids stay put, batches stream in one transaction. */
+
+const items = (n: number, from = 0): ListItem[] =>
+  Array.from({ length: n }, (_, i) => ({ href: `/doc/${from + i}`, metadata: { n: String(from + i) } }));
+
+async function* generate(n: number, failAt?: number): AsyncGenerator<ListItem> {
+  for (let i = 0; i < n; i++) {
+    if (i === failAt) throw new Error('bad row');
+    yield { href: `/services/store/repo/${randomUUID()}`, metadata: { i: String(i), nested: { a: [i] } } };
+  }
+}
+
+const hrefsOf = async (db: Database, lid: string) => (await store.pageItems(db, lid, { offset: 0, limit: 500, sort: [] })).map((r) => [r.position, r.href]);
+
+for (const [driver, open] of bothDrivers()) {
+  describe(`list store on ${driver}`, () => {
+    let t: TestDatabase;
+    let db: Database;
+    beforeAll(async () => {
+      t = await open();
+      db = t.db;
+    });
+    afterAll(() => t.drop());
+
+    const newList = (creator = 'ann') => store.createList(db, { kind: 'user', name: 'L', metadata: { a: { b: '1' } }, creator });
+
+    it('creates, reads, replaces, patches and deletes list metadata', async () => {
+      const list = await newList();
+      expect(list).toMatchObject({ kind: 'user', tid: null, name: 'L', metadata: { a: { b: '1' } }, creator: 'ann', item_count: 0 });
+      expect(await store.getList(db, list.lid)).toMatchObject({ lid: list.lid });
+      const patched = await db.transaction((tx) => store.patchList(tx, list.lid, { metadata: { a: { c: '2' }, d: 'x' } }));
+      expect(patched!.metadata).toEqual({ a: { b: '1', c: '2' }, d: 'x' });
+      expect(patched!.name).toBe('L');
+      const replaced = await store.replaceList(db, list.lid, { name: 'M', metadata: { z: '1' } });
+      expect(replaced).toMatchObject({ name: 'M', metadata: { z: '1' } });
+      await store.appendItems(db, list.lid, items(3));
+      expect(await store.deleteList(db, list.lid)).toBe(true);
+      expect(await store.getList(db, list.lid)).toBeUndefined();
+      expect(await store.countItems(db, list.lid)).toBe(0);
+      expect(await store.deleteList(db, list.lid)).toBe(false);
+      expect(await store.replaceList(db, randomUUID(), { metadata: {} })).toBeUndefined();
+    });
+
+    it('appends one or a batch at the end, and reads items by id', async () => {
+      const list = await newList();
+      const first = await store.appendItem(db, list.lid, { href: '/services/store/repo/0B1C2D3E-0000-4000-8000-000000000001', metadata: {} });
+      expect(first).toMatchObject({ position: 0, doc_sid: 'store', doc_uuid: '0b1c2d3e-0000-4000-8000-000000000001' });
+      const batch = await store.appendItems(db, list.lid, items(4, 1));
+      expect(batch.map((r) => r.position)).toEqual([1, 2, 3, 4]);
+      expect(batch[0]!.doc_uuid).toBeNull();
+      expect(await store.getItem(db, list.lid, batch[2]!.id)).toMatchObject({ href: '/doc/3', metadata: { n: '3' } });
+      expect(await store.getItem(db, randomUUID(), batch[2]!.id)).toBeUndefined();
+      expect((await store.getList(db, list.lid))!.item_count).toBe(5);
+      expect(await store.appendItems(db, randomUUID(), items(1))).toEqual([]);
+    });
+
+    it('concurrent appends never share a position', async () => {
+      const list = await newList();
+      await Promise.all(Array.from({ length: 20 }, (_, i) => store.appendItems(db, list.lid, items(5, i * 5))));
+      const positions = (await hrefsOf(db, list.lid)).map(([p]) => p);
+      expect(positions).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    });
+
+    it('delete keeps the other ids and closes the gap; a deleted id is gone for good', async () => {
+      const list = await newList();
+      const rows = await store.appendItems(db, list.lid, items(5));
+      expect(await db.transaction((tx) => store.deleteItem(tx, list.lid, rows[1]!.id))).toBe(true);
+      expect(await db.transaction((tx) => store.deleteItem(tx, list.lid, rows[1]!.id))).toBe(false);
+      const after = await store.pageItems(db, list.lid, { offset: 0, limit: 10, sort: [] });
+      expect(after.map((r) => [r.id, r.position])).toEqual([[rows[0]!.id, 0], [rows[2]!.id, 1], [rows[3]!.id, 2], [rows[4]!.id, 3]]);
+      const next = await store.appendItem(db, list.lid, items(1, 9)[0]!);
+      expect(next!.position).toBe(4);
+      expect(next!.id).not.toBe(rows[1]!.id);
+      expect(await store.countItems(db, list.lid)).toBe(5);
+    });
+
+    it('replace and patch an item; patch merges and may change only the href', async () => {
+      const list = await newList();
+      const [row] = await store.appendItems(db, list.lid, [{ href: '/a', metadata: { x: { y: '1' }, k: 'v' } }]);
+      const patched = await db.transaction((tx) => store.patchItem(tx, list.lid, row!.id, { metadata: { x: { z: '2' } } }));
+      expect(patched).toMatchObject({ href: '/a', metadata: { x: { y: '1', z: '2' }, k: 'v' } });
+      const moved = await db.transaction((tx) => store.patchItem(tx, list.lid, row!.id, { href: '/b' }));
+      expect(moved).toMatchObject({ href: '/b', metadata: { x: { y: '1', z: '2' }, k: 'v' } });
+      const replaced = await store.replaceItem(db, list.lid, row!.id, { href: '/c', metadata: { only: '1' } });
+      expect(replaced).toMatchObject({ id: row!.id, position: 0, href: '/c', metadata: { only: '1' } });
+      expect(await store.replaceItem(db, list.lid, randomUUID(), { href: '/c', metadata: {} })).toBeUndefined();
+    });
+
+    it('reorders by indices: the placed items move, the rest keep their order', async () => {
+      const list = await newList();
+      const rows = await store.appendItems(db, list.lid, items(5));
+      await db.transaction((tx) => store.reorderItems(tx, list.lid, [{ id: rows[4]!.id, index: 0 }, { id: rows[0]!.id, index: 2 }]));
+      expect((await hrefsOf(db, list.lid)).map(([, h]) => h)).toEqual(['/doc/4', '/doc/1', '/doc/0', '/doc/2', '/doc/3']);
+      for (const bad of [
+        [{ id: rows[0]!.id, index: 5 }],
+        [{ id: rows[0]!.id, index: 0 }, { id: rows[1]!.id, index: 0 }],
+        [{ id: rows[0]!.id, index: 0 }, { id: rows[0]!.id, index: 1 }],
+        [{ id: randomUUID(), index: 0 }],
+      ]) {
+        await expect(db.transaction((tx) => store.reorderItems(tx, list.lid, bad))).rejects.toMatchObject({ code: 'INVALID_REORDER' });
+      }
+      expect((await hrefsOf(db, list.lid)).map(([, h]) => h)).toEqual(['/doc/4', '/doc/1', '/doc/0', '/doc/2', '/doc/3']);
+      expect(await db.transaction((tx) => store.reorderItems(tx, randomUUID(), []))).toBe(false);
+    });
+
+    it('pages with offset, limit, sort and metadata filters', async () => {
+      const list = await newList();
+      await store.appendItems(db, list.lid, items(12));
+      const page = await store.pageItems(db, list.lid, { offset: 2, limit: 3, sort: [{ field: { path: ['href'] }, desc: true }] });
+      expect(page.map((r) => r.href)).toEqual(['/doc/7', '/doc/6', '/doc/5']);
+      const filtered = await store.pageItems(db, list.lid, { offset: 0, limit: 10, sort: [], filter: { op: 'cmp', field: { path: ['n'] }, cmp: 'eq', value: { type: 'text', value: '11' } } });
+      expect(filtered.map((r) => r.position)).toEqual([11]);
+    });
+
+    it('lists per-user lists, limited to an owner', async () => {
+      const mine = await newList('zed');
+      await store.createList(db, { kind: 'user', creator: 'other', owner: 'zed' });
+      await store.createList(db, { kind: 'user', creator: 'other' });
+      const owned = await store.listUserLists(db, { ownedBy: ['zed'] }, { offset: 0, limit: 100, sort: [] });
+      expect(owned.length).toBe(2);
+      expect(owned[0]!.lid).toBe(mine.lid);
+    });
+
+    it('batch-inserts a stream in chunks inside the caller transaction', async () => {
+      const list = await newList();
+      await store.appendItems(db, list.lid, items(2));
+      const n = await db.transaction((tx) => store.insertItemsFrom(tx, list.lid, generate(5003), 1000));
+      expect(n).toBe(5003);
+      expect((await store.getList(db, list.lid))!.item_count).toBe(5005);
+      const exported: number[] = [];
+      for await (const row of store.exportItems(db, list.lid, 700)) exported.push(row.position);
+      expect(exported).toEqual(Array.from({ length: 5005 }, (_, i) => i));
+      const last = await store.pageItems(db, list.lid, { offset: 5004, limit: 1, sort: [] });
+      expect(last[0]!.metadata).toEqual({ i: '5002', nested: { a: [5002] } });
+      expect(last[0]!.doc_sid).toBe('store');
+    });
+
+    it('a failing stream leaves nothing behind', async () => {
+      const list = await newList();
+      await expect(db.transaction(async (tx) => {
+        const created = await store.createList(tx, { kind: 'user', creator: 'ann' });
+        await store.insertItemsFrom(tx, created.lid, generate(3000, 2500), 1000);
+      })).rejects.toThrow('bad row');
+      await expect(db.transaction((tx) => store.insertItemsFrom(tx, list.lid, generate(3000, 2999), 1000))).rejects.toThrow('bad row');
+      expect(await store.countItems(db, list.lid)).toBe(0);
+      expect((await store.getList(db, list.lid))!.item_count).toBe(0);
+    });
+  });
+}
