@@ -12,12 +12,15 @@ describe('services', () => {
     const api = rt.client.withToken(await rt.token('u', ['user']));
     const res = await api.get('/v1/services');
     expect(res.status).toBe(200);
-    expect(res.body.map((s: { sid: string }) => s.sid)).toEqual(['store', 'files', 'nocmd', 'mock']);
-    const store = res.body[0];
+    // the demo configuration's services (config/default.yaml), then the test runtime's
+    expect(res.body.map((s: { sid: string }) => s.sid)).toEqual(['store', 'files', 'demo', 'nocmd', 'mock']);
+    const bySid = (sid: string) => res.body.find((s: { sid: string }) => s.sid === sid);
+    const store = bySid('store');
     expect(store).toMatchObject({ sid: 'store', type: 'store', capabilities: { repository: true, commands: ['copy', 'move', 'delete', 'import', 'preview'] } });
     expect(store.links.repo.href).toBe('/v1/services/store/repo');
-    expect(res.body[2].capabilities.commands).toEqual([]);
-    expect(res.body[3].capabilities.repository).toBe(false);
+    expect(bySid('nocmd').capabilities.commands).toEqual([]);
+    expect(bySid('mock').capabilities.repository).toBe(false);
+    expect(bySid('demo').capabilities).toMatchObject({ repository: false, tasks: { actions: ['start', 'pause', 'resume', 'abort'] } });
   });
 
   it('one service; 404 for an unknown one', async () => {
