@@ -12,6 +12,7 @@ import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 import { assertValidName } from './names.js';
 import { metadataProblem } from './metadata-rules.js';
+import { mergeMetadata } from '../../lists/merge-metadata.js';
 import { transactionWithUndo } from './undoable.js';
 import { insertThenMake, renameOnDisk } from './disk-steps.js';
 import { throwSqlError } from '../../errors/sql-errors.js';
@@ -28,23 +29,6 @@ export interface RecordChange {
   owner?: string | null;
   /** When given, must be the entry's type: the kind of an entry never changes. */
   type?: 'document' | 'collection';
-}
-
-type Plain = Record<string, unknown>;
-const isPlain = (v: unknown): v is Plain => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * Nested objects merge key by key; nothing is removed (PATCH semantics). Keys
- * are data: own properties only are read, and each is defined, never assigned,
- * so a key such as `__proto__` cannot reach or replace a prototype.
- */
-export function mergeMetadata(base: Plain, change: Plain): Plain {
-  const out: Plain = { ...base };
-  for (const [k, v] of Object.entries(change)) {
-    const old = Object.hasOwn(out, k) ? out[k] : undefined;
-    Object.defineProperty(out, k, { value: isPlain(old) && isPlain(v) ? mergeMetadata(old, v) : v, enumerable: true, writable: true, configurable: true });
-  }
-  return out;
 }
 
 /** What ownership an entry has for the policy: the root collection is shared. */
