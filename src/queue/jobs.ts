@@ -23,6 +23,15 @@ export const JOBS = {
     schema: z.strictObject({ sid, uuid, version: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/) }),
     id: (d: { uuid: string; version: string }) => `preview.${d.uuid}.${d.version}`,
   },
+  'print.dispatch': {
+    queue: 'print',
+    // the handler (the dispatch engine) keeps its own retry state in print_jobs
+    attempts: 5,
+    // one job per printer: "this printer may have work"; the handler drains its queue
+    schema: z.strictObject({ printer: z.string().min(1).max(200) }),
+    // printer names are any Unicode: encoded so the id holds no ':' or spaces
+    id: (d: { printer: string }) => `print.dispatch.${encodeURIComponent(d.printer)}`,
+  },
   'housekeeping.run': {
     queue: 'housekeeping',
     attempts: 1,

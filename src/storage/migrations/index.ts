@@ -3,6 +3,7 @@ import { m002RepoGenerations } from './002-repo-generations.js';
 import { m003Outbox } from './003-outbox.js';
 import { m004JobRecreations } from './004-job-recreations.js';
 import { m005ConnectorLeases } from './005-connector-leases.js';
+import { m009Print } from './009-print.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
@@ -21,4 +22,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m009Print];

@@ -1,0 +1,125 @@
+import { AppError } from '../../errors/app-error.js';
+import type { Sql } from '../../storage/driver/database.js';
+import { canJobMove, isFinalJobState, type JobState } from './job-states.js';
+import { printLog, type PrintLogLevel } from './print-log.js';
+
+/** An intermediate file of a job (the flow's output, kept or dropped per tempfiles). */
+export interface JobStage {
+  stage: string;
+  sha256: string;
+  size: number;
+  mimeType: string;
+  created: string;
+}
+
+/** A row of print_jobs (migration 009 documents each column). */
+export interface PrintJobRow {
+  id: string;
+  status: JobState;
+  printer: string;
+  redirected_from: string | null;
+  creator: string | null;
+  owner: string | null;
+  name: string;
+  file_name: string | null;
+  mime_type: string;
+  size: string;
+  blob_sha256: string;
+  copies: number;
+  priority: number;
+  pages: number | null;
+  checkin: { type: string; source?: string | null };
+  task: { sid: string; tid: string; item?: string } | null;
+  flow: string | null;
+  stages: JobStage[];
+  keep_tempfiles: boolean;
+  retention_sec: number | null;
+  finished: Date | null;
+  message: string | null;
+  created: Date;
+  updated: Date;
+  seq: string;
+  attempts: number;
+  next_attempt_at: Date | null;
+  handoff_at: Date | null;
+}
+
+export interface NewJob {
+  status: JobState;
+  printer: string;
+  redirectedFrom: string | null;
+  creator: string | null;
+  owner: string | null;
+  name: string;
+  fileName: string | null;
+  mimeType: string;
+  size: number;
+  sha256: string;
+  copies: number;
+  priority: number;
+  checkin: { type: string; source?: string | null };
+  task: { sid: string; tid: string; item?: string } | null;
+  flow: string | null;
+  retentionSec: number | null;
+}
+
+export async function insertJob(sql: Sql, j: NewJob): Promise<PrintJobRow> {
+  const { rows } = await sql.query<PrintJobRow>(
+    `INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
+       copies, priority, checkin, task, flow, retention_sec)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *`,
+    [j.status, j.printer, j.redirectedFrom, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
+      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec],
+  );
+  return rows[0]!;
+}
+
+/** Ids are bigints; anything else names no job (404, never a SQL error). */
+export const parseJobId = (raw: string): number | undefined => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : undefined);
+
+export async function getJob(sql: Sql, id: number, lock = false): Promise<PrintJobRow | undefined> {
+  const { rows } = await sql.query<PrintJobRow>(`SELECT * FROM print_jobs WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id]);
+  return rows[0];
+}
+
+export interface TransitionOptions {
+  /** Text for the job log; a default names the change. */
+  log?: string;
+  level?: PrintLogLevel;
+  /** Shown with the job (the reason of an error). */
+  message?: string | null;
+  /** Further columns, set in the same statement. */
+  set?: { printer?: string; redirectedFrom?: string | null; requeue?: boolean; resetAttempts?: boolean };
+}
+
+/**
+ * Moves a locked job to `to` if JOB_TRANSITIONS allows it (else 412
+ * INVALID_STATE), and logs the change in the same transaction. The one way a
+ * job's state changes (API operations and the dispatch engine).
+ * `set.requeue` gives the job a new place at the back of its queue.
+ */
+export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opts: TransitionOptions = {}): Promise<PrintJobRow> {
+  if (job.status !== to && !canJobMove(job.status, to)) {
+    throw new AppError('INVALID_STATE', `job ${job.id} is ${job.status}; it cannot become ${to}`, { id: Number(job.id), status: job.status, to });
+  }
+  const set = opts.set ?? {};
+  const { rows } = await tx.query<PrintJobRow>(
+    `UPDATE print_jobs SET status = $2, updated = now(),
+       finished = CASE WHEN $3 THEN now() ELSE NULL END,
+       message = CASE WHEN $4::boolean THEN $5 ELSE message END,
+       printer = COALESCE($6, printer),
+       redirected_from = CASE WHEN $7::boolean THEN $8 ELSE redirected_from END,
+       seq = CASE WHEN $9 THEN nextval('print_jobs_seq') ELSE seq END,
+       attempts = CASE WHEN $10 THEN 0 ELSE attempts END,
+       next_attempt_at = CASE WHEN $10 THEN NULL ELSE next_attempt_at END
+     WHERE id = $1 RETURNING *`,
+    [job.id, to, isFinalJobState(to), opts.message !== undefined, opts.message ?? null, set.printer ?? null,
+      set.redirectedFrom !== undefined, set.redirectedFrom ?? null, set.requeue ?? false, set.resetAttempts ?? false],
+  );
+  const row = rows[0]!;
+  await printLog(tx, {
+    jobId: job.id, printer: row.printer, level: opts.level ?? (to === 'error' ? 'error' : 'info'),
+    text: opts.log ?? (job.status === to ? `job ${to}` : `${job.status} -> ${to}`),
+  });
+  return row;
+}
