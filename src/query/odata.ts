@@ -192,7 +192,16 @@ class TreeReader {
     return { op: 'match', field: this.field(fieldArg), kind: method === 'substringof' ? 'contains' : method as 'startswith' | 'endswith' | 'contains', value: v.value, flags };
   }
 
+  /** A property used in $filter: known and filterable. */
   field(n: Node): FieldRef {
+    const ref = this.path(n);
+    if (!this.fields.fields.find((f) => f.name === ref.path[0])?.filterable) {
+      throw new AppError('INVALID_PROPERTY', `"${ref.path.join('/')}" cannot be filtered`, { property: ref.path.join('/') });
+    }
+    return ref;
+  }
+
+  path(n: Node): FieldRef {
     const path: string[] = [];
     for (let at = n as PathNode | undefined; at; at = at.property) {
       if (typeof at.name !== 'string' || (at as { key?: unknown }).key !== undefined || (at as { lambda?: unknown }).lambda) throw invalid('a property path holds something other than names');
@@ -224,7 +233,7 @@ class TreeReader {
     // The parser reads an order left out as desc; OData says asc. The raw items tell which were written.
     const explicit = raw.split(',').map((item) => /\s(asc|desc)\s*$/i.test(item));
     return props.map((p, i) => {
-      const field = this.field(p);
+      const field = this.path(p);
       const def = this.fields.fields.find((f) => f.name === field.path[0]);
       if (!def?.sortable) throw new AppError('INVALID_PROPERTY', `"${field.path.join('/')}" cannot be sorted`, { property: field.path.join('/') });
       return { field, desc: explicit[i] ? (p as { order?: string }).order === 'desc' : false };
