@@ -101,6 +101,16 @@ export const configSchema = z.strictObject({
     /** Allow `import` from loopback/private addresses (off in production). */
     importAllowPrivate: z.boolean().default(false),
   }).prefault({}),
+  printDispatch: z.strictObject({
+    /** First wait before a postponed job (printer unreachable) is tried again; it doubles per attempt. */
+    retryBaseMs: z.coerce.number().int().min(100).max(3_600_000).default(5000),
+    /** Longest wait between two tries of a postponed job. */
+    retryMaxMs: z.coerce.number().int().min(100).max(86_400_000).default(300_000),
+    /** How long opening a connection to a network printer (socket, IPP, LPR) may take. */
+    connectTimeoutMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    /** How long a connection to a printer may make no progress before the delivery fails. */
+    idleTimeoutMs: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  }).prefault({}),
   previews: z.strictObject({
     previewSize: z.coerce.number().int().min(16).max(4096).default(1024),
     thumbSize: z.coerce.number().int().min(16).max(1024).default(128),

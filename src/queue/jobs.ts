@@ -65,6 +65,19 @@ export class PermanentJobError extends Error {
   override readonly name = 'PermanentJobError';
 }
 
+/**
+ * Thrown by a handler whose job should run again later under the same id
+ * (a printer to retry after backoff): the job goes back to the queue,
+ * delayed by `delayMs`, without counting as a failed attempt. While it waits,
+ * enqueueing the same id is a no-op, as for any queued job.
+ */
+export class RunAgainError extends Error {
+  override readonly name = 'RunAgainError';
+  constructor(readonly delayMs: number, message = `run again in ${delayMs} ms`) {
+    super(message);
+  }
+}
+
 /** What a handler may do while it runs. */
 export interface JobContext {
   readonly attempt: number;

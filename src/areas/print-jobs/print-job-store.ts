@@ -93,6 +93,12 @@ export interface TransitionOptions {
   message?: string | null;
   /** Further columns, set in the same statement. */
   set?: { printer?: string; redirectedFrom?: string | null; requeue?: boolean; resetAttempts?: boolean };
+  /**
+   * The dispatch engine's columns, set in the same statement: `handoff`
+   * marks (`set`) or clears (`clear`) the hand-off, `attempt` counts a
+   * delivery attempt, `retryInMs` sets `next_attempt_at` that far ahead.
+   */
+  dispatch?: { handoff?: 'set' | 'clear'; attempt?: boolean; retryInMs?: number };
 }
 
 /**
@@ -113,12 +119,14 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
        printer = COALESCE($6, printer),
        redirected_from = CASE WHEN $7::boolean THEN $8 ELSE redirected_from END,
        seq = CASE WHEN $9 THEN nextval('print_jobs_seq') ELSE seq END,
-       attempts = CASE WHEN $10 THEN 0 ELSE attempts END,
-       next_attempt_at = CASE WHEN $10 THEN NULL ELSE next_attempt_at END,
-       handoff_at = CASE WHEN $9 THEN NULL ELSE handoff_at END
+       attempts = CASE WHEN $10 THEN 0 WHEN $12 THEN attempts + 1 ELSE attempts END,
+       next_attempt_at = CASE WHEN $10 THEN NULL WHEN $13::bigint IS NOT NULL THEN now() + $13::bigint * interval '1 millisecond' ELSE next_attempt_at END,
+       -- a requeued job (repeat, resume, move) starts a new delivery
+       handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END
      WHERE id = $1 RETURNING *`,
     [job.id, to, isFinalJobState(to), opts.message !== undefined, opts.message ?? null, set.printer ?? null,
-      set.redirectedFrom !== undefined, set.redirectedFrom ?? null, set.requeue ?? false, set.resetAttempts ?? false],
+      set.redirectedFrom !== undefined, set.redirectedFrom ?? null, set.requeue ?? false, set.resetAttempts ?? false,
+      opts.dispatch?.handoff ?? null, opts.dispatch?.attempt ?? false, opts.dispatch?.retryInMs ?? null],
   );
   const row = rows[0]!;
   await printLog(tx, {
