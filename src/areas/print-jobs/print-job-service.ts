@@ -2,6 +2,7 @@ import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
 import type { ODataQuery } from '../../query/odata.js';
 import type { Services } from '../../runtime/services.js';
+import { pageInfo, type PageInfo } from '../../print/page-info.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { JOB_OPERATION_RULES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
@@ -82,6 +83,17 @@ export class PrintJobService {
       if (requeue) await this.s.outbox.add(tx, 'print.dispatch', { printer: row.printer });
       return row;
     });
+  }
+
+  /** Page count and sizes of what prints: the flow's output once there is one, else the document. */
+  async pageInfo(p: Principal, rawId: string): Promise<PageInfo & { source: 'document' | 'preprocessed' }> {
+    const job = await this.get(p, rawId);
+    const stage = job.stages.find((st) => st.stage === 'preprocessed');
+    const sha = stage?.sha256 ?? job.blob_sha256;
+    if (!(await this.s.blobs.has(sha))) throw new AppError('JOB_NOT_FOUND', `the document of job ${job.id} is gone`, { id: Number(job.id) });
+    // a PDF whose page tree is broken can fail past pdf-lib's loading: still the document's fault, not a 500
+    const info = await pageInfo(this.s.blobs.pathOf(sha)).catch((err: unknown): PageInfo => ({ pages: null, sizes: [], reason: `the PDF does not parse (${String((err as Error).message).slice(0, 200)})` }));
+    return { ...info, source: stage ? 'preprocessed' : 'document' };
   }
 
   async log(p: Principal, rawId: string): Promise<PrintLogRow[]> {

@@ -89,6 +89,10 @@ export function printJobRoutes(s: Services): Router {
     ctx.body = logText(rows);
   });
 
+  router.get('/jobs/:id/pageinfo', async (ctx) => {
+    ctx.body = await jobs.pageInfo(principal(ctx), param(ctx, 'id'));
+  });
+
   router.put('/jobs/:id/tempfiles', json, async (ctx) => {
     const { keep } = validate(tempfilesSchema, body(ctx));
     ctx.body = present(await jobs.tempfiles(principal(ctx), param(ctx, 'id'), keep));
