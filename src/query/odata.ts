@@ -3,6 +3,7 @@ import { AppError } from '../errors/app-error.js';
 import { hasNul, nulRefused } from '../errors/input-errors.js';
 import { fieldMap, type FieldDef, type FieldMap, type FieldType } from './fields.js';
 import type { CmpOp, Expr, FieldRef, Sort, Value } from './tree.js';
+import { parseDate } from './values.js';
 
 /**
  * The print API's OData query options (`$filter`, `$orderby`, `$top`, `$skip`,
@@ -64,6 +65,8 @@ export const MAX_TOP = 1000;
 const MAX_SKIP = 10_000_000;
 const MAX_QUERY = 8192;
 const OPERATORS = ['eq', 'ne', 'gt', 'ge', 'lt', 'le', 'and', 'or', 'not', 'in', 'startswith', 'endswith', 'contains', 'substringof', 'tolower', 'toupper'];
+const MATCH_METHODS: ReadonlySet<string> = new Set(['startswith', 'endswith', 'contains', 'substringof']);
+const PROPERTY_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const CMP: ReadonlySet<string> = new Set(['eq', 'ne', 'gt', 'ge', 'lt', 'le']);
 const FLIP: Record<CmpOp, CmpOp> = { eq: 'eq', ne: 'ne', gt: 'lt', ge: 'le', lt: 'gt', le: 'ge' };
 
@@ -155,17 +158,44 @@ class TreeReader {
   }
 
   private cmp(op: CmpOp, lhs: Node, rhs: Node, depth: number): Expr {
+    for (const side of [lhs, rhs]) {
+      if (Array.isArray(side) && side[0] !== 'call') throw invalid(`the operator ${String(side[0]).slice(0, 20)} is not supported; supported: ${OPERATORS.join(', ')}`, { operator: String(side[0]).slice(0, 20) });
+    }
     // `substringof('x', name) eq true`, the OData v2 way of writing a match
     if (isCall(lhs) || isCall(rhs)) {
       const [call, other] = isCall(lhs) ? [lhs, rhs] : [rhs, lhs];
-      const v = this.value(other);
-      if (v.type !== 'boolean' || (op !== 'eq' && op !== 'ne')) throw invalid(`${(call as [string, Call])[1].method} can only be compared with true or false`);
       const m = this.call((call as [string, Call])[1], depth);
+      const v = isPath(other) ? undefined : this.value(other);
+      if (v?.type !== 'boolean' || (op !== 'eq' && op !== 'ne')) throw invalid(`${(call as [string, Call])[1].method} can only be compared with true or false (eq, ne)`);
       return v.value === (op === 'eq') ? m : { op: 'not', arg: m };
     }
-    if (isPath(lhs) && !isPath(rhs)) return { op: 'cmp', field: this.field(lhs), cmp: op, value: this.scalar(rhs) };
-    if (isPath(rhs) && !isPath(lhs)) return { op: 'cmp', field: this.field(rhs), cmp: FLIP[op], value: this.scalar(lhs) };
-    throw invalid(`${op} compares a property with a value`);
+    if (isPath(lhs) && isPath(rhs)) {
+      this.field(lhs);
+      this.field(rhs);
+      throw invalid(`${op} compares a property with a value, not with another property (quote text: 'text')`);
+    }
+    const [path, value, cmp] = isPath(lhs) ? [lhs, rhs, op] : isPath(rhs) ? [rhs, lhs, FLIP[op]] : [undefined, undefined, op];
+    if (!path) throw invalid(`${op} compares a property with a value`);
+    const field = this.field(path);
+    return { op: 'cmp', field, cmp, value: this.typed(field, this.scalar(value)) };
+  }
+
+  /**
+   * OData values are typed, so a value that cannot be the column's type is the
+   * client's mistake (400), unlike the workflow API's untyped query strings:
+   * text on a date column must be an ISO date, text on a number or boolean
+   * column is refused.
+   */
+  private typed(field: FieldRef, v: Value): Value {
+    const def = this.fields.map.fields.get(field.path[0]!)!;
+    if (def.type === 'json' || v.type === 'null' || v.type === def.type) return v;
+    const name = field.path.join('/');
+    if (def.type === 'text') return { type: 'text', value: v.type === 'date' ? v.value : String(v.value) };
+    if (def.type === 'date' && v.type === 'text') {
+      if (parseDate(v.value) === undefined) throw invalid(`"${name}" is a date; '${v.value.slice(0, 60)}' is not an ISO 8601 date`, { property: name });
+      return { type: 'date', value: v.value };
+    }
+    throw invalid(`"${name}" is a ${def.type}; it cannot be compared with a ${v.type}`, { property: name });
   }
 
   private call(c: Call, depth: number): Expr {
@@ -173,6 +203,7 @@ class TreeReader {
     const args = Array.isArray(c?.args) ? c.args : [];
     let fieldArg: Node;
     let valueArg: Node;
+    if (!MATCH_METHODS.has(method)) throw invalid(`the function ${method.slice(0, 20)} is not supported here; supported: startswith, endswith, contains, substringof (with tolower/toupper on the property)`, { function: method.slice(0, 20) });
     if (method === 'startswith' || method === 'endswith' || method === 'contains') [fieldArg, valueArg] = args;
     else if (method === 'substringof') [valueArg, fieldArg] = args; // v2: substringof(value, field)
     else throw invalid(`the function ${method.slice(0, 20)} is not supported here; supported: startswith, endswith, contains, substringof (with tolower/toupper on the property)`, { function: method.slice(0, 20) });
@@ -205,6 +236,8 @@ class TreeReader {
     const path: string[] = [];
     for (let at = n as PathNode | undefined; at; at = at.property) {
       if (typeof at.name !== 'string' || (at as { key?: unknown }).key !== undefined || (at as { lambda?: unknown }).lambda) throw invalid('a property path holds something other than names');
+      // the parser reads an unterminated 'text as a name starting with a quote
+      if (!PROPERTY_NAME.test(at.name)) throw invalid(`"${at.name.slice(0, 60)}" is not a property name${at.name.startsWith("'") ? ' (an unterminated text?)' : ''}`);
       path.push(at.name);
     }
     const name = path.join('/');
