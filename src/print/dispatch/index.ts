@@ -38,3 +38,10 @@ export async function abandonDispatch(s: Services, job: PendingJob, reason: stri
     await transitionJob(tx, blocking, 'error', { message: text.slice(0, 500), log: text, dispatch: { handoff: 'clear' } });
   });
 }
+
+/** The engine's part of the print-jobs area: `{ name, v3, ...printDispatchParts }`. */
+export const printDispatchParts = {
+  jobs: dispatchHandlers,
+  pending: pendingDispatch,
+  abandon: abandonDispatch,
+} as const;
