@@ -49,7 +49,7 @@ it('kill -9 between hand-off and acknowledgement: the job ends in error "deliver
     await eventually(async () => (logs.join('').includes('dispatch worker running') ? true : undefined), 60_000);
     await addPrinter(submitter, 'mute', sink.connection);
     const first = await submit(submitter, 'mute', 'the only copy\n');
-    const second = await submit(submitter, 'mute', 'next job\n');
+    await submit(submitter, 'mute', 'next job\n');
     // the device has every byte of the first job, and the worker waits for its acknowledgement
     await eventually(async () => (sink.connections[0]?.bytes === 14 ? true : undefined), 30_000, 20);
     const [inFlight] = await jobs(submitter, [first.id]);
