@@ -1,6 +1,6 @@
 import { transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
 import { printLog } from '../../areas/print-jobs/print-log.js';
-import { getPrinter, resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
+import { resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Sql } from '../../storage/driver/database.js';
 
@@ -69,8 +69,10 @@ export async function recoverInFlight(tx: Sql, printer: string): Promise<number>
  * makes the printer wait.
  */
 export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<NextStep> {
-  await lockPrinterDispatch(tx, name);
-  const printer = await getPrinter(tx, name);
+  // the dispatch lock and the printer in one statement (its flags may be a moment old; the jobs are read after the lock)
+  const { rows: found } = await tx.query<PrinterRow>(
+    `SELECT p.* FROM printers p, LATERAL (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) l WHERE p.name = $1`, [name]);
+  const printer = found[0];
   if (!printer) return { kind: 'idle', why: 'no such printer' };
   if (printer.redirect) {
     const moved = await redirectWaiting(tx, outbox, printer);
@@ -122,11 +124,6 @@ async function redirectWaiting(tx: Sql, outbox: Outbox, printer: PrinterRow): Pr
  */
 export async function relaxCommit(tx: Sql): Promise<void> {
   await tx.query('SET LOCAL synchronous_commit = off');
-}
-
-/** Undoes `relaxCommit` in the same transaction: it also claimed a job whose hand-off must be durable. */
-export async function strictCommit(tx: Sql): Promise<void> {
-  await tx.query('SET LOCAL synchronous_commit = on');
 }
 
 /** Locks a job that this run put in flight; undefined when an operator or a recovery changed it meanwhile. */

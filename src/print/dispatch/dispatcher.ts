@@ -14,7 +14,7 @@ import { RunAgainError, type JobContext } from '../../queue/jobs.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import { runFlow } from '../flows/run-flow.js';
 import { pageInfo } from '../page-info.js';
-import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, strictCommit, type NextStep } from './dispatch-store.js';
+import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type NextStep } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -184,12 +184,14 @@ export class Dispatcher {
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
     }
     return db.transaction(async (tx) => {
-      await relaxCommit(tx);
       const outcome = await this.recordOutcome(tx, job, ack, failure);
-      if (outcome !== undefined) return { retryInMs: outcome };
+      if (outcome !== undefined) {
+        await relaxCommit(tx);
+        return { retryInMs: outcome };
+      }
       const next = await claimNext(tx, this.deps.outbox, job.printer);
-      // a hand-off is committed durably before its first byte goes out
-      if (next.kind === 'deliver') await strictCommit(tx);
+      // a hand-off is committed durably before its first byte goes out; an outcome alone need not wait for the disk
+      if (next.kind !== 'deliver') await relaxCommit(tx);
       return { next };
     });
   }
