@@ -42,18 +42,18 @@ export async function pageInfo(file: string): Promise<PageInfo> {
     read += chunk.length;
   }
   if (read === 0) return { pages: null, sizes: [], reason: 'empty' };
-  let doc: PDFDocument;
   try {
     // encrypted PDFs still tell their page tree
-    doc = await PDFDocument.load(Buffer.concat(chunks, read), { ignoreEncryption: true, updateMetadata: false });
+    const doc = await PDFDocument.load(Buffer.concat(chunks, read), { ignoreEncryption: true, updateMetadata: false });
+    // the page tree is read lazily: a broken one fails here, not in load
+    const sizes = doc.getPages().map((p, i): PageSize => {
+      const rotation = ((p.getRotation().angle % 360) + 360) % 360;
+      const { width, height } = p.getSize();
+      const [w, h] = rotation === 90 || rotation === 270 ? [height, width] : [width, height];
+      return { page: i + 1, width: round(w), height: round(h), widthMm: mm(w), heightMm: mm(h), rotation };
+    });
+    return { pages: sizes.length, sizes };
   } catch (err) {
     return { pages: null, sizes: [], reason: `the PDF does not parse (${(err as Error).message.slice(0, 200)})` };
   }
-  const sizes = doc.getPages().map((p, i): PageSize => {
-    const rotation = ((p.getRotation().angle % 360) + 360) % 360;
-    const { width, height } = p.getSize();
-    const [w, h] = rotation === 90 || rotation === 270 ? [height, width] : [width, height];
-    return { page: i + 1, width: round(w), height: round(h), widthMm: mm(w), heightMm: mm(h), rotation };
-  });
-  return { pages: sizes.length, sizes };
 }

@@ -1,49 +1,46 @@
-import { Readable } from 'node:stream';
-import { PDFDocument, StandardFonts, rgb } from 'pdf-lib';
+import { PDFDocument, rgb, StandardFontEmbedder, StandardFonts } from 'pdf-lib';
 
-export interface TestPageInfo {
-  printer: string;
-  connection: string;
-  user: string;
-  date: Date;
+const helvetica = StandardFontEmbedder.for(StandardFonts.Helvetica as never);
+
+/** Text the built-in font can draw: characters outside WinAnsi become `?` (the exact name is in the PDF's title). */
+export function drawableText(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    try {
+      helvetica.encodeText(ch);
+      out += ch;
+    } catch {
+      out += '?';
+    }
+  }
+  return out;
 }
 
-/** WinAnsi (the standard fonts' encoding) cannot show every Unicode name: others become '?'. */
-const printable = (s: string) => s.normalize('NFC').replace(/[^\x20-\x7e\u00a0-\u00ff]/g, '?');
-
 /**
- * The one-page A4 PDF `createTestJob` prints: the printer's name, its
- * connection, who asked and when, plus a frame and a scale to check margins.
- * Generated with pdf-lib; a few kilobytes, so it is made in memory.
+ * `createTestJob`'s document: one A4 page naming the printer, its connection
+ * and the time, generated with pdf-lib (DESIGN.md section 7).
  */
-export async function testPage(info: TestPageInfo): Promise<Readable> {
+export async function testPagePdf(p: { printer: string; connection?: string; at?: Date; user?: string }): Promise<Uint8Array> {
+  const at = p.at ?? new Date();
   const doc = await PDFDocument.create();
-  doc.setTitle(`Test page: ${info.printer}`);
-  doc.setCreator('workflow connector runtime');
-  doc.setCreationDate(info.date);
+  doc.setTitle(`Test page: ${p.printer}`);
+  doc.setCreator('workflow-connector-runtime');
+  doc.setCreationDate(at);
   const page = doc.addPage([595.28, 841.89]);
-  const font = await doc.embedFont(StandardFonts.Helvetica);
   const bold = await doc.embedFont(StandardFonts.HelveticaBold);
-  const { width, height } = page.getSize();
-  page.drawRectangle({ x: 28, y: 28, width: width - 56, height: height - 56, borderColor: rgb(0, 0, 0), borderWidth: 1 });
-  page.drawText('Test page', { x: 60, y: height - 110, size: 36, font: bold });
-  const lines: [string, string][] = [
-    ['Printer', info.printer],
-    ['Connection', info.connection],
-    ['Requested by', info.user],
-    ['Time', info.date.toISOString()],
-  ];
-  lines.forEach(([k, v], i) => {
-    const y = height - 170 - i * 28;
-    page.drawText(`${k}:`, { x: 60, y, size: 14, font: bold });
-    page.drawText(printable(v).slice(0, 70), { x: 180, y, size: 14, font });
-  });
-  // a 10 cm scale: measures what the device does to the size
-  const cm = 72 / 2.54;
-  page.drawLine({ start: { x: 60, y: 200 }, end: { x: 60 + 10 * cm, y: 200 }, thickness: 1 });
-  for (let i = 0; i <= 10; i += 1) page.drawLine({ start: { x: 60 + i * cm, y: 200 }, end: { x: 60 + i * cm, y: i % 5 === 0 ? 212 : 206 }, thickness: 1 });
-  page.drawText('10 cm', { x: 60, y: 180, size: 10, font });
-  const colours = [rgb(0, 1, 1), rgb(1, 0, 1), rgb(1, 1, 0), rgb(0, 0, 0)];
-  colours.forEach((color, i) => page.drawRectangle({ x: 60 + i * 60, y: 100, width: 50, height: 50, color }));
-  return Readable.from([Buffer.from(await doc.save())]);
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  const line = (text: string, y: number, size = 14, f = font) => page.drawText(drawableText(text).slice(0, 90), { x: 56, y, size, font: f, color: rgb(0, 0, 0) });
+  line('Test page', 760, 32, bold);
+  line(`Printer: ${p.printer}`, 700, 18, bold);
+  if (p.connection) line(`Connection: ${p.connection}`, 670);
+  line(`Printed: ${at.toISOString()}`, 645);
+  if (p.user) line(`Requested by: ${p.user}`, 620);
+  // a frame and a scale show cropping and scaling at a glance
+  page.drawRectangle({ x: 28, y: 28, width: 595.28 - 56, height: 841.89 - 56, borderColor: rgb(0, 0, 0), borderWidth: 1 });
+  for (let mm = 0; mm <= 150; mm += 10) {
+    const x = 56 + (mm * 72) / 25.4;
+    page.drawLine({ start: { x, y: 100 }, end: { x, y: mm % 50 === 0 ? 115 : 108 }, thickness: 0.7 });
+  }
+  line('0 - 150 mm', 120, 8);
+  return doc.save();
 }

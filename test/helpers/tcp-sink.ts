@@ -31,8 +31,12 @@ export class TcpSink {
   private readonly sockets = new Set<net.Socket>();
   port = 0;
 
+  /** How the sink answers from now on (a test may switch a holding printer to a normal one). */
+  mode: 'close' | 'hold';
+
   constructor(private readonly opts: TcpSinkOptions = {}) {
     this.port = opts.port ?? 0;
+    this.mode = opts.mode ?? 'close';
   }
 
   static async start(opts: TcpSinkOptions = {}): Promise<TcpSink> {
@@ -98,7 +102,7 @@ export class TcpSink {
     socket.on('end', () => {
       conn.ended = performance.now();
       // the job is complete: a raw-socket printer answers by closing
-      if (this.opts.mode !== 'hold') socket.end();
+      if (this.mode !== 'hold') socket.end();
     });
     socket.on('close', () => {
       conn.closed = performance.now();

@@ -2,7 +2,10 @@ import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
 import type { ODataQuery } from '../../query/odata.js';
 import type { Services } from '../../runtime/services.js';
+import type { Readable } from 'node:stream';
+import { collectJobZip } from '../../print/collect.js';
 import { pageInfo, type PageInfo } from '../../print/page-info.js';
+import { logText, presentJob } from './present.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { JOB_OPERATION_RULES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
@@ -91,9 +94,20 @@ export class PrintJobService {
     const stage = job.stages.find((st) => st.stage === 'preprocessed');
     const sha = stage?.sha256 ?? job.blob_sha256;
     if (!(await this.s.blobs.has(sha))) throw new AppError('JOB_NOT_FOUND', `the document of job ${job.id} is gone`, { id: Number(job.id) });
-    // a PDF whose page tree is broken can fail past pdf-lib's loading: still the document's fault, not a 500
-    const info = await pageInfo(this.s.blobs.pathOf(sha)).catch((err: unknown): PageInfo => ({ pages: null, sizes: [], reason: `the PDF does not parse (${String((err as Error).message).slice(0, 200)})` }));
-    return { ...info, source: stage ? 'preprocessed' : 'document' };
+    return { ...(await pageInfo(this.s.blobs.pathOf(sha))), source: stage ? 'preprocessed' : 'document' };
+  }
+
+  /** A streamed ZIP of the job's record, log, document and kept stage files (support). */
+  async collect(p: Principal, rawId: string): Promise<{ job: PrintJobRow; zip: Readable }> {
+    const job = await this.get(p, rawId);
+    const log = await jobLog(this.s.db, Number(job.id));
+    const zip = await collectJobZip(this.s.blobs, {
+      record: presentJob(job, this.s.config.print.retention),
+      log: logText(log),
+      document: { sha256: job.blob_sha256, name: job.file_name ?? job.name },
+      stages: job.stages,
+    });
+    return { job, zip };
   }
 
   async log(p: Principal, rawId: string): Promise<PrintLogRow[]> {

@@ -89,6 +89,13 @@ export function printJobRoutes(s: Services): Router {
     ctx.body = logText(rows);
   });
 
+  router.get('/jobs/:id/collect', async (ctx) => {
+    const { job, zip } = await jobs.collect(principal(ctx), param(ctx, 'id'));
+    ctx.type = 'application/zip';
+    ctx.set('Content-Disposition', `attachment; filename="job-${job.id}.zip"`);
+    ctx.body = zip;
+  });
+
   router.get('/jobs/:id/pageinfo', async (ctx) => {
     ctx.body = await jobs.pageInfo(principal(ctx), param(ctx, 'id'));
   });

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { body, param, principal } from '../../api/context.js';
@@ -12,7 +13,7 @@ import { PRINTER_FIELDS } from './printer-fields.js';
 import { PrinterService } from './printer-service.js';
 import { presentPrinter, presentRuntime } from './present.js';
 import { messageSchema, printerSchema, redirectSchema, replaceSchema } from './schema.js';
-import { testPage } from '../../print/test-page.js';
+import { testPagePdf } from '../../print/test-page.js';
 
 /** The printer name of the path, decoded by the router (any Unicode, `%2F` for a slash). */
 const nameParam = (ctx: Context) => param(ctx, 'printerName');
@@ -70,7 +71,7 @@ export function printerRoutes(s: Services): Router {
     const p = principal(ctx);
     const printer = await printers.get(p, nameParam(ctx));
     s.policy.require(p, 'printers', 'act');
-    const pdf = await testPage({ printer: printer.name, connection: printer.connection, user: p.user, date: new Date() });
+    const pdf = Readable.from([Buffer.from(await testPagePdf({ printer: printer.name, connection: printer.connection, user: p.user, at: new Date() }))]);
     const job = await jobs.submit(p, {
       printer: printer.name, source: pdf, mimeType: 'application/pdf', name: `Test page for ${printer.name}`.slice(0, 500),
       fileName: 'testpage.pdf', checkin: { type: 'testpage', source: p.user },

@@ -1,15 +1,27 @@
 import { transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
 import { printLog } from '../../areas/print-jobs/print-log.js';
-import { getPrinter, resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
+import { resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Sql } from '../../storage/driver/database.js';
 
 /**
- * The dispatch engine's SQL. Every step runs under the printer's row lock
- * (`FOR UPDATE` on `printers`), so two runs for one printer (a duplicate
- * after a lost lock) take turns and never both put a job in flight; a job in
- * flight is a job in `preprocessing` or `processing`.
+ * The dispatch engine's SQL. Every step that looks at or changes what is in
+ * flight runs under the printer's dispatch lock, so two runs for one printer
+ * (a duplicate after a lost BullMQ lock) take turns and never both put a job
+ * in flight; a job in flight is a job in `preprocessing` or `processing`.
  */
+
+/**
+ * The printer's dispatch lock: a transaction-scoped advisory lock keyed by
+ * the printer's name, not its row lock, so submissions (which share-lock the
+ * printer row) never queue behind a dispatch step or the other way round.
+ * Two names with the same hash only take turns.
+ */
+export async function lockPrinterDispatch(tx: Sql, printer: string): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))`, [printer]);
+}
+/** The first key of the two-key advisory lock: the dispatch engine's own class. */
+const DISPATCH_LOCK_CLASS = 7209;
 
 /** States a job waits in for the engine. */
 const WAITING = `('waitpreprocessing', 'waitprocessing', 'postponed')`;
@@ -57,7 +69,10 @@ export async function recoverInFlight(tx: Sql, printer: string): Promise<number>
  * makes the printer wait.
  */
 export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<NextStep> {
-  const printer = await getPrinter(tx, name, 'update');
+  // the dispatch lock and the printer in one statement (its flags may be a moment old; the jobs are read after the lock)
+  const { rows: found } = await tx.query<PrinterRow>(
+    `SELECT p.* FROM printers p, LATERAL (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) l WHERE p.name = $1`, [name]);
+  const printer = found[0];
   if (!printer) return { kind: 'idle', why: 'no such printer' };
   if (printer.redirect) {
     const moved = await redirectWaiting(tx, outbox, printer);
@@ -100,6 +115,17 @@ async function redirectWaiting(tx: Sql, outbox: Outbox, printer: PrinterRow): Pr
   return rows.length;
 }
 
+/**
+ * Makes the current transaction's commit asynchronous (no wait for the WAL
+ * flush). Used for outcomes only: an outcome lost in a database crash leaves
+ * the job in flight with its hand-off mark, which the next run turns into
+ * "delivery uncertain": never a second delivery. The hand-off itself is
+ * always committed synchronously.
+ */
+export async function relaxCommit(tx: Sql): Promise<void> {
+  await tx.query('SET LOCAL synchronous_commit = off');
+}
+
 /** Locks a job that this run put in flight; undefined when an operator or a recovery changed it meanwhile. */
 export async function lockInFlight(tx: Sql, job: PrintJobRow): Promise<PrintJobRow | undefined> {
   const { rows } = await tx.query<PrintJobRow>('SELECT * FROM print_jobs WHERE id = $1 FOR UPDATE', [job.id]);
@@ -116,7 +142,9 @@ export async function setStages(tx: Sql, jobId: string, stages: JobStage[], page
 /** The printer's runtime after a delivery: when it last printed, or the device error it reported (cleared on success). */
 export async function recordDevice(tx: Sql, printer: string, outcome: { printed: true } | { error: string }): Promise<void> {
   if ('printed' in outcome) {
-    await tx.query('UPDATE printers SET last_printed = now(), error = NULL WHERE name = $1', [printer]);
+    // at most once a second per printer: a busy printer's row is not rewritten for every job
+    await tx.query(`UPDATE printers SET last_printed = now(), error = NULL
+      WHERE name = $1 AND (last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL)`, [printer]);
   } else {
     await tx.query(`UPDATE printers SET error = jsonb_build_object('message', $2::text, 'at', now()) WHERE name = $1`, [printer, outcome.error.slice(0, 1000)]);
     await printLog(tx, { printer, level: 'warning', text: outcome.error });

@@ -11,10 +11,10 @@ import type { PrinterRow } from '../../areas/printers/printer-store.js';
 import type { Logger } from '../../logging/logger.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../queue/jobs.js';
-import type { Database } from '../../storage/driver/database.js';
+import type { Database, Sql } from '../../storage/driver/database.js';
 import { runFlow } from '../flows/run-flow.js';
 import { pageInfo } from '../page-info.js';
-import { claimNext, flowSteps, hasReadyWork, lockInFlight, recordDevice, recoverInFlight, setStages } from './dispatch-store.js';
+import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type NextStep } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -58,13 +58,17 @@ export class Dispatcher {
     const { db, outbox } = this.deps;
     await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
-      await tx.query('SELECT 1 FROM printers WHERE name = $1 FOR UPDATE', [printer]);
+      await lockPrinterDispatch(tx, printer);
       const n = await recoverInFlight(tx, printer);
       if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
     });
+    const claim = () => db.transaction((tx) => claimNext(tx, outbox, printer));
+    let step = await claim();
     for (;;) {
-      ctx.signal.throwIfAborted();
-      const step = await db.transaction((tx) => claimNext(tx, outbox, printer));
+      if (ctx.signal.aborted) {
+        if (step.kind === 'deliver') await this.release(step.job);
+        ctx.signal.throwIfAborted();
+      }
       switch (step.kind) {
         case 'idle':
           this.tailCheck(printer);
@@ -73,14 +77,24 @@ export class Dispatcher {
           throw new RunAgainError(step.delayMs, `printer "${printer}" waits ${step.delayMs} ms for job ${step.job.id}`);
         case 'preprocess':
           await this.preprocess(step.job, ctx.signal);
+          step = await claim();
           break;
         case 'deliver': {
-          const delay = await this.deliver(step.job, step.printer, ctx.signal);
-          if (delay !== undefined) throw new RunAgainError(delay, `printer "${printer}" unreachable; job ${step.job.id} retried in ${delay} ms`);
+          const after = await this.deliver(step.job, step.printer, ctx.signal);
+          if ('retryInMs' in after) throw new RunAgainError(after.retryInMs, `printer "${printer}" unreachable; job ${step.job.id} retried in ${after.retryInMs} ms`);
+          step = after.next;
           break;
         }
       }
     }
+  }
+
+  /** A job claimed but not sent when the run has to stop (shutdown): nothing left, so it waits again, due at once. */
+  private async release(job: PrintJobRow): Promise<void> {
+    await this.deps.db.transaction(async (tx) => {
+      const now = await lockInFlight(tx, job);
+      if (now) await transitionJob(tx, now, 'postponed', { log: 'released before sending (the worker is stopping)', dispatch: { handoff: 'clear', retryInMs: 0 } });
+    });
   }
 
   /**
@@ -141,12 +155,17 @@ export class Dispatcher {
     }
   }
 
-  /** Sends one handed-off job; returns a delay when the printer was unreachable (the job is postponed). */
-  private async deliver(job: PrintJobRow, printer: PrinterRow, signal: AbortSignal): Promise<number | undefined> {
+  /**
+   * Sends one handed-off job and records the outcome. When the printer took
+   * it (or refused it for good), the next job is claimed in the same
+   * transaction (one commit per job instead of two); when the printer was
+   * unreachable, the job is postponed and the run waits `retryInMs`.
+   */
+  private async deliver(job: PrintJobRow, printer: PrinterRow, signal: AbortSignal): Promise<{ retryInMs: number } | { next: NextStep }> {
     const { db, blobs } = this.deps;
     const doc = job.stages.find((s) => s.stage === 'preprocessed') ?? { sha256: job.blob_sha256, size: Number(job.size), mimeType: job.mime_type };
     let ack: Acknowledgement | undefined;
-    let failure: PrintDeliveryError;
+    let failure: PrintDeliveryError | undefined;
     try {
       const backend = printBackendFor(printer.connection, { log: this.deps.log, ...this.deps.backend });
       const content = createReadStream(blobs.pathOf(doc.sha256), { highWaterMark: 256 * 1024 });
@@ -165,42 +184,56 @@ export class Dispatcher {
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
     }
     return db.transaction(async (tx) => {
-      const now = await lockInFlight(tx, job);
-      if (!now) {
-        await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack ? ack.message : failure.message}) after the job left processing` });
-        return undefined;
+      const outcome = await this.recordOutcome(tx, job, ack, failure);
+      if (outcome !== undefined) {
+        await relaxCommit(tx);
+        return { retryInMs: outcome };
       }
-      if (ack) {
-        await transitionJob(tx, now, 'processed', {
-          message: ack.message, log: `delivered: ${ack.message}`, dispatch: { handoff: 'clear' },
-        });
-        if (!now.keep_tempfiles && now.stages.length > 0) await setStages(tx, job.id, [], null);
-        await recordDevice(tx, job.printer, { printed: true });
-        return undefined;
-      }
-      switch (failure.kind) {
-        case 'not-delivered': {
-          const delay = backoffMs(now.attempts, this.deps.retry);
-          await transitionJob(tx, now, 'postponed', {
-            message: failure.message, level: 'warning',
-            log: `postponed, nothing delivered: ${failure.message}; next try in ${Math.round(delay / 1000)} s`,
-            dispatch: { handoff: 'clear', retryInMs: delay },
-          });
-          await recordDevice(tx, job.printer, { error: failure.message });
-          return delay;
-        }
-        case 'duplicate':
-          await transitionJob(tx, now, 'processed', { message: failure.message, log: `the device already has this delivery: ${failure.message}`, dispatch: { handoff: 'clear' } });
-          return undefined;
-        case 'uncertain':
-          await transitionJob(tx, now, 'error', { message: `delivery uncertain: ${failure.message}`, log: `delivery uncertain: ${failure.message}; not sent again, repeat the job to print it`, dispatch: { handoff: 'clear' } });
-          await recordDevice(tx, job.printer, { error: failure.message });
-          return undefined;
-        case 'refused':
-          await transitionJob(tx, now, 'error', { message: failure.message, log: `refused: ${failure.message}`, dispatch: { handoff: 'clear' } });
-          await recordDevice(tx, job.printer, { error: failure.message });
-          return undefined;
-      }
+      const next = await claimNext(tx, this.deps.outbox, job.printer);
+      // a hand-off is committed durably before its first byte goes out; an outcome alone need not wait for the disk
+      if (next.kind !== 'deliver') await relaxCommit(tx);
+      return { next };
     });
+  }
+
+  /** The outcome of one delivery in the job's state and log; a delay when it was postponed. */
+  private async recordOutcome(tx: Sql, job: PrintJobRow, ack: Acknowledgement | undefined, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
+    const now = await lockInFlight(tx, job);
+    if (!now) {
+      await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack ? ack.message : failure!.message}) after the job left processing` });
+      return undefined;
+    }
+    if (ack) {
+      await transitionJob(tx, now, 'processed', {
+        message: ack.message, log: `delivered: ${ack.message}`, dispatch: { handoff: 'clear' },
+      });
+      if (!now.keep_tempfiles && now.stages.length > 0) await setStages(tx, job.id, [], null);
+      await recordDevice(tx, job.printer, { printed: true });
+      return undefined;
+    }
+    if (!failure) throw new Error('a delivery without an outcome');
+    switch (failure.kind) {
+      case 'not-delivered': {
+        const delay = backoffMs(now.attempts, this.deps.retry);
+        await transitionJob(tx, now, 'postponed', {
+          message: failure.message, level: 'warning',
+          log: `postponed, nothing delivered: ${failure.message}; next try in ${Math.round(delay / 1000)} s`,
+          dispatch: { handoff: 'clear', retryInMs: delay },
+        });
+        await recordDevice(tx, job.printer, { error: failure.message });
+        return delay;
+      }
+      case 'duplicate':
+        await transitionJob(tx, now, 'processed', { message: failure.message, log: `the device already has this delivery: ${failure.message}`, dispatch: { handoff: 'clear' } });
+        return undefined;
+      case 'uncertain':
+        await transitionJob(tx, now, 'error', { message: `delivery uncertain: ${failure.message}`, log: `delivery uncertain: ${failure.message}; not sent again, repeat the job to print it`, dispatch: { handoff: 'clear' } });
+        await recordDevice(tx, job.printer, { error: failure.message });
+        return undefined;
+      case 'refused':
+        await transitionJob(tx, now, 'error', { message: failure.message, log: `refused: ${failure.message}`, dispatch: { handoff: 'clear' } });
+        await recordDevice(tx, job.printer, { error: failure.message });
+        return undefined;
+    }
   }
 }

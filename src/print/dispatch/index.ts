@@ -3,7 +3,7 @@ import type { PendingJob } from '../../areas/area.js';
 import { transitionJob } from '../../areas/print-jobs/print-job-store.js';
 import type { JobHandlers } from '../../queue/jobs.js';
 import type { Services } from '../../runtime/services.js';
-import { blockingJob, printersWithWork } from './dispatch-store.js';
+import { blockingJob, lockPrinterDispatch, printersWithWork } from './dispatch-store.js';
 import { Dispatcher } from './dispatcher.js';
 
 /**
@@ -31,10 +31,17 @@ export async function pendingDispatch(s: Services, limit: number): Promise<Pendi
 export async function abandonDispatch(s: Services, job: PendingJob, reason: string): Promise<void> {
   if (job.name !== 'print.dispatch') return;
   await s.db.transaction(async (tx) => {
-    await tx.query('SELECT 1 FROM printers WHERE name = $1 FOR UPDATE', [job.data.printer]);
+    await lockPrinterDispatch(tx, job.data.printer);
     const blocking = await blockingJob(tx, job.data.printer);
     if (!blocking) return;
     const text = blocking.status === 'processing' && blocking.handoff_at ? `delivery uncertain: dispatch abandoned (${reason})` : `dispatch abandoned: ${reason}`;
     await transitionJob(tx, blocking, 'error', { message: text.slice(0, 500), log: text, dispatch: { handoff: 'clear' } });
   });
 }
+
+/** The engine's part of the print-jobs area: `{ name, v3, ...printDispatchParts }`. */
+export const printDispatchParts = {
+  jobs: dispatchHandlers,
+  pending: pendingDispatch,
+  abandon: abandonDispatch,
+} as const;
