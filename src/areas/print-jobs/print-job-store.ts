@@ -136,44 +136,11 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
   return row;
 }
 
-/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`). */
-const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 /**
- * The job as the API shows it, field by field, as SQL: listings are rendered
- * by PostgreSQL straight into the JSON text of the response (`$select` picks
- * fields), so the API process neither decodes nor re-encodes 100 rows per
- * page. It must agree with `presentJob` (present.ts), which renders single
- * jobs; `test/areas/print-jobs/jobs-api.test.ts` compares the two on jobs in
- * every state. `$r` holds the retention defaults `[processed, canceled, error, paused]`.
+ * One page of an OData listing, limited to `scope` (the caller's identities as
+ * creator or owner) when given; `total` with `$inlinecount=allpages`.
  */
-function jobJson(r: string): ReadonlyMap<string, string> {
-  const keepSql = `COALESCE(retention_sec, CASE status WHEN 'processed' THEN (${r})[1] WHEN 'canceled' THEN (${r})[2] WHEN 'error' THEN (${r})[3] WHEN 'paused' THEN (${r})[4] END)`;
-  const sinceSql = `CASE WHEN status IN ('processed', 'canceled', 'error') THEN finished WHEN status = 'paused' THEN updated END`;
-  return new Map([
-  ['id', 'id'], ['status', 'status'], ['printer', 'printer'], ['user', 'creator'], ['owner', 'owner'], ['name', 'name'],
-  ['fileName', 'file_name'], ['mimeType', 'mime_type'], ['size', 'size'], ['copies', 'copies'], ['priority', 'priority'],
-  ['pages', 'pages'], ['checkin', 'checkin'], ['task', 'task'], ['flow', 'flow'], ['redirectedFrom', 'redirected_from'],
-  ['message', 'message'], ['created', isoSql('created')], ['updated', isoSql('updated')], ['finished', isoSql('finished')],
-  ['keepTempfiles', 'keep_tempfiles'],
-  ['stages', `(SELECT COALESCE(json_agg(json_build_object('stage', st->'stage', 'size', st->'size', 'mimeType', st->'mimeType', 'created', st->'created') ORDER BY n), '[]'::json)
-              FROM jsonb_array_elements(stages) WITH ORDINALITY AS x(st, n))`],
-  ['retention', `json_build_object('seconds', ${keepSql}, 'custom', retention_sec IS NOT NULL,
-     'deleteAfter', CASE WHEN ${keepSql} IS NOT NULL AND ${sinceSql} IS NOT NULL THEN ${isoSql(`(${sinceSql} + ${keepSql} * interval '1 second')`)} END)`],
-  ['attempts', 'attempts'], ['nextAttempt', isoSql('next_attempt_at')],
-  ]);
-}
-/** The API's job fields in order (`$select` names a subset). */
-const JOB_JSON_FIELDS = [...jobJson('$0').keys()];
-
-export type RetentionDefaults = Record<'processed' | 'canceled' | 'error' | 'paused', number>;
-
-/**
- * One page of an OData listing as JSON text (an array of presented jobs),
- * limited to `scope` (the caller's identities as creator or owner) when
- * given; `total` with `$inlinecount=allpages`.
- */
-export async function listJobsJson(sql: Sql, q: ODataQuery, scope: string[] | undefined, retention: RetentionDefaults): Promise<{ json: string; total?: number }> {
+export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: PrintJobRow[]; total?: number }> {
   const params: unknown[] = [];
   const where: string[] = [];
   if (scope) {
@@ -184,20 +151,12 @@ export async function listJobsJson(sql: Sql, q: ODataQuery, scope: string[] | un
   where.push(...frag.where);
   const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
   const countParams = [...params];
-  const selected = q.select ?? JOB_JSON_FIELDS;
-  // a parameter PostgreSQL never sees used cannot be typed: bind the defaults only when retention is shown
-  if (selected.includes('retention')) params.push([retention.processed, retention.canceled, retention.error, retention.paused]);
-  const json = jobJson(`$${params.length}::int[]`);
-  const fields = selected.map((k) => `'${k}', ${json.get(k)!}`).join(', ');
   params.push(q.top, q.skip);
-  const { rows } = await sql.query<{ json: string | null }>(
-    `SELECT json_agg(j ORDER BY n)::text AS json FROM (
-       SELECT json_build_object(${fields}) AS j, row_number() OVER (ORDER BY ${frag.orderBy}) AS n
-       FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}) page`, params);
-  const text = rows[0]?.json ?? '[]';
-  if (!q.inlineCount) return { json: text };
+  const { rows } = await sql.query<PrintJobRow>(
+    `SELECT * FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
+  if (!q.inlineCount) return { rows };
   const c = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM print_jobs ${cond}`, countParams);
-  return { json: text, total: Number(c.rows[0]!.n) };
+  return { rows, total: Number(c.rows[0]!.n) };
 }
 
 export async function deleteJob(sql: Sql, id: number): Promise<void> {

@@ -10,7 +10,7 @@ import type { Services } from '../../runtime/services.js';
 import { JOB_FIELDS } from './job-fields.js';
 import type { JobOperation } from './job-states.js';
 import { PrintJobService } from './print-job-service.js';
-import { logText, presentJob, presentLog } from './present.js';
+import { logText, presentJob, presentLog, selectFields } from './present.js';
 import { moveSchema, submitQuerySchema, tempfilesSchema } from './schema.js';
 
 /** Query parameters of a route as a plain object; a repeated one is 400. */
@@ -33,9 +33,9 @@ export function printJobRoutes(s: Services): Router {
 
   router.get(['/jobs', '/jobs/'], async (ctx) => {
     const q = parseODataQuery(ctx.querystring, JOB_FIELDS);
-    const { json, total } = await jobs.list(principal(ctx), q);
-    ctx.type = 'application/json; charset=utf-8';
-    ctx.body = q.inlineCount ? `{"results":${json},"totalCount":${total}}` : json;
+    const { rows, total } = await jobs.list(principal(ctx), q);
+    const results = rows.map((r) => selectFields(present(r), q.select));
+    ctx.body = q.inlineCount ? { results, totalCount: total } : results;
   });
 
   // Extension (not in the 11.2.0 spec): the document as the raw body, streamed.

@@ -173,7 +173,7 @@ describe('job routes', () => {
     expect((await bob.get(`/v3/jobs/${forBob.id}`)).body.owner).toBe('bob');
   });
 
-  it('listings (rendered by PostgreSQL) show every job exactly as GET does (presentJob)', async () => {
+  it('listings show every job exactly as GET does', async () => {
     const { body: a } = await submit(alice, 'p1', 'doc', { retention: '60' });
     await sql(`UPDATE print_jobs SET stages = '[{"stage":"preprocessed","sha256":"${'b'.repeat(64)}","size":7,"mimeType":"application/pdf","created":"2024-01-01T00:00:00.000Z"}]',
       pages = 3, next_attempt_at = now(), attempts = 2, task = '{"sid":"print","tid":"t1","item":"i1"}' WHERE id = $1`, [a.id]);
