@@ -2,9 +2,18 @@ import type { Area } from './area.js';
 import { commandsArea } from './commands/index.js';
 import { repositoryArea } from './repository/index.js';
 import { servicesArea } from './services/index.js';
+import { printJobsArea } from './print-jobs/index.js';
+import { printersArea } from './printers/index.js';
+import { flowsArea } from './flows/index.js';
+import { printConfigArea } from './print-config/index.js';
+import { statisticsArea } from './statistics/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before
  * repository, whose `/repo/:uuid` would otherwise take `/repo/command`.
  */
-export const AREAS: readonly Area[] = [servicesArea, commandsArea, repositoryArea];
+export const AREAS: readonly Area[] = [
+  servicesArea, commandsArea, repositoryArea,
+  // the print API (`/v3`)
+  printJobsArea, printersArea, flowsArea, printConfigArea, statisticsArea,
+];

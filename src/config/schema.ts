@@ -115,6 +115,17 @@ export const configSchema = z.strictObject({
     previewSize: z.coerce.number().int().min(16).max(4096).default(1024),
     thumbSize: z.coerce.number().int().min(16).max(1024).default(128),
   }).prefault({}),
+  print: z.strictObject({
+    /** Seconds a job is kept after reaching each state, unless the job sets its own (DESIGN.md section 7). */
+    retention: z.strictObject({
+      processed: z.coerce.number().int().min(0).default(86_400),
+      canceled: z.coerce.number().int().min(0).default(86_400),
+      error: z.coerce.number().int().min(0).default(259_200),
+      paused: z.coerce.number().int().min(0).default(259_200),
+    }).prefault({}),
+    /** Largest print document (bytes) taken by `POST /v3/jobs/`; 0 = `server.maxUploadBytes`. */
+    maxDocumentBytes: z.coerce.number().int().min(0).default(0),
+  }).prefault({}),
   services: z.record(sidSchema, serviceSchema),
 });
 

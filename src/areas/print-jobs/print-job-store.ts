@@ -1,4 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
+import type { ODataQuery } from '../../query/odata.js';
+import { toSql } from '../../query/to-sql.js';
+import { JOB_FIELDS } from './job-fields.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { canJobMove, isFinalJobState, type JobState } from './job-states.js';
 import { printLog, type PrintLogLevel } from './print-log.js';
@@ -118,7 +121,8 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
        seq = CASE WHEN $9 THEN nextval('print_jobs_seq') ELSE seq END,
        attempts = CASE WHEN $10 THEN 0 WHEN $12 THEN attempts + 1 ELSE attempts END,
        next_attempt_at = CASE WHEN $10 THEN NULL WHEN $13::bigint IS NOT NULL THEN now() + $13::bigint * interval '1 millisecond' ELSE next_attempt_at END,
-       handoff_at = CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END
+       -- a requeued job (repeat, resume, move) starts a new delivery
+       handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END
      WHERE id = $1 RETURNING *`,
     [job.id, to, isFinalJobState(to), opts.message !== undefined, opts.message ?? null, set.printer ?? null,
       set.redirectedFrom !== undefined, set.redirectedFrom ?? null, set.requeue ?? false, set.resetAttempts ?? false,
@@ -130,4 +134,54 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
     text: opts.log ?? (job.status === to ? `job ${to}` : `${job.status} -> ${to}`),
   });
   return row;
+}
+
+/**
+ * One page of an OData listing, limited to `scope` (the caller's identities as
+ * creator or owner) when given; `total` with `$inlinecount=allpages`.
+ */
+export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: PrintJobRow[]; total?: number }> {
+  const params: unknown[] = [];
+  const where: string[] = [];
+  if (scope) {
+    params.push(scope);
+    where.push('(creator = ANY($1::text[]) OR owner = ANY($1::text[]))');
+  }
+  const frag = toSql(q, JOB_FIELDS.map, params, 'id DESC');
+  where.push(...frag.where);
+  const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const countParams = [...params];
+  params.push(q.top, q.skip);
+  const { rows } = await sql.query<PrintJobRow>(
+    `SELECT * FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
+  if (!q.inlineCount) return { rows };
+  const c = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM print_jobs ${cond}`, countParams);
+  return { rows, total: Number(c.rows[0]!.n) };
+}
+
+export async function deleteJob(sql: Sql, id: number): Promise<void> {
+  await sql.query('DELETE FROM print_jobs WHERE id = $1', [id]);
+}
+
+/** PUT tempfiles: keep the stage files, or drop them now when the job no longer needs them. */
+export async function setKeepTempfiles(sql: Sql, job: PrintJobRow, keep: boolean): Promise<PrintJobRow> {
+  const drop = !keep && isFinalJobState(job.status);
+  const { rows } = await sql.query<PrintJobRow>(
+    `UPDATE print_jobs SET keep_tempfiles = $2, stages = CASE WHEN $3 THEN '[]'::jsonb ELSE stages END, updated = now() WHERE id = $1 RETURNING *`,
+    [job.id, keep, drop]);
+  await printLog(sql, { jobId: job.id, printer: job.printer, text: keep ? 'temporary files kept' : drop ? 'temporary files dropped' : 'temporary files will be dropped when the job ends' });
+  return rows[0]!;
+}
+
+/** Housekeeping: jobs whose retention is over (final states from `finished`, paused from `updated`). */
+export async function deleteExpiredJobs(sql: Sql, defaults: Record<'processed' | 'canceled' | 'error' | 'paused', number>, limit = 1000): Promise<number> {
+  const { rowCount } = await sql.query(
+    `DELETE FROM print_jobs WHERE id IN (
+       SELECT id FROM print_jobs
+       WHERE (status IN ('processed', 'canceled', 'error') AND finished IS NOT NULL
+              AND finished + make_interval(secs => COALESCE(retention_sec, CASE status WHEN 'processed' THEN $1 WHEN 'canceled' THEN $2 ELSE $3 END)) < now())
+          OR (status = 'paused' AND updated + make_interval(secs => COALESCE(retention_sec, $4)) < now())
+       LIMIT $5)`,
+    [defaults.processed, defaults.canceled, defaults.error, defaults.paused, limit]);
+  return rowCount;
 }

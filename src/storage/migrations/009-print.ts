@@ -95,8 +95,8 @@ CREATE TABLE print_jobs (
 -- the dispatch pick: a printer's next job by priority, then FIFO
 CREATE INDEX print_jobs_dispatch ON print_jobs (printer, status, priority DESC, seq);
 -- listings: by printer and state newest first (the benchmark's filter), by state, by user, by time
-CREATE INDEX print_jobs_printer_status_created ON print_jobs (printer, status, created DESC);
-CREATE INDEX print_jobs_status_created ON print_jobs (status, created DESC);
+CREATE INDEX print_jobs_printer_status_created ON print_jobs (printer, status, created DESC, id DESC);
+CREATE INDEX print_jobs_status_created ON print_jobs (status, created DESC, id DESC);
 CREATE INDEX print_jobs_creator_created ON print_jobs (creator, created DESC);
 CREATE INDEX print_jobs_owner_created ON print_jobs (owner, created DESC) WHERE owner IS NOT NULL;
 CREATE INDEX print_jobs_created ON print_jobs (created DESC);
