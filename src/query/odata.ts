@@ -1,9 +1,12 @@
-import { parse as parseODataOptions } from '@balena/odata-parser';
+// a CommonJS module whose exports Node's ESM loader cannot name: take the default export
+import odataParser from '@balena/odata-parser';
 import { AppError } from '../errors/app-error.js';
 import { hasNul, nulRefused } from '../errors/input-errors.js';
 import { fieldMap, type FieldDef, type FieldMap, type FieldType } from './fields.js';
 import type { CmpOp, Expr, FieldRef, Sort, Value } from './tree.js';
 import { parseDate } from './values.js';
+
+const parseODataOptions = odataParser.parse;
 
 /**
  * The print API's OData query options (`$filter`, `$orderby`, `$top`, `$skip`,
