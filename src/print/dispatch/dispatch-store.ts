@@ -24,7 +24,8 @@ export async function lockPrinterDispatch(tx: Sql, printer: string): Promise<voi
 const DISPATCH_LOCK_CLASS = 7209;
 
 /** States a job waits in for the engine. */
-const WAITING = `('waitpreprocessing', 'waitprocessing', 'postponed')`;
+const WAITING_STATES = ['waitpreprocessing', 'waitprocessing', 'postponed'] as const;
+const WAITING = `(${WAITING_STATES.map((st) => `'${st}'`).join(', ')})`;
 
 /** What the engine should do next for a printer. */
 export type NextStep =
@@ -80,10 +81,13 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<
   }
   if (!printer.enabled) return { kind: 'idle', why: 'disabled' };
   if (printer.paused) return { kind: 'idle', why: 'paused' };
+  // the head of each waiting state straight from the (printer, status, priority DESC, seq) index, then
+  // the best of the three: no sort of the whole queue, however long it is
+  const head1 = (status: string) => `(SELECT id, priority, seq FROM print_jobs WHERE printer = $1 AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
   const { rows } = await tx.query<PrintJobRow & { due_in_ms: number }>(
     `SELECT *, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000))::int AS due_in_ms
-       FROM print_jobs WHERE printer = $1 AND status IN ${WAITING}
-      ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE`, [name]);
+       FROM print_jobs WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
+        AND status IN ${WAITING} FOR UPDATE`, [name]);
   const head = rows[0];
   if (!head) return { kind: 'idle', why: 'no waiting jobs' };
   if (head.status === 'postponed' && head.next_attempt_at && head.due_in_ms > 0) return { kind: 'wait', delayMs: head.due_in_ms, job: head };

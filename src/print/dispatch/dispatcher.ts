@@ -52,6 +52,9 @@ const TAIL_CHECK_MS = 250;
  * `error` "delivery uncertain" instead of being sent again.
  */
 export class Dispatcher {
+  /** When this process last wrote each printer's `last_printed` (a busy printer's row is written at most once a second). */
+  private readonly lastPrintedWritten = new Map<string, number>();
+
   constructor(private readonly deps: DispatcherDeps) {}
 
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
@@ -184,7 +187,7 @@ export class Dispatcher {
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
     }
     return db.transaction(async (tx) => {
-      const outcome = await this.recordOutcome(tx, job, ack, failure);
+      const outcome = await this.recordOutcome(tx, job, printer, ack, failure);
       if (outcome !== undefined) {
         await relaxCommit(tx);
         return { retryInMs: outcome };
@@ -197,7 +200,7 @@ export class Dispatcher {
   }
 
   /** The outcome of one delivery in the job's state and log; a delay when it was postponed. */
-  private async recordOutcome(tx: Sql, job: PrintJobRow, ack: Acknowledgement | undefined, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
+  private async recordOutcome(tx: Sql, job: PrintJobRow, printer: PrinterRow, ack: Acknowledgement | undefined, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
     const now = await lockInFlight(tx, job);
     if (!now) {
       await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack ? ack.message : failure!.message}) after the job left processing` });
@@ -208,7 +211,11 @@ export class Dispatcher {
         message: ack.message, log: `delivered: ${ack.message}`, dispatch: { handoff: 'clear' },
       });
       if (!now.keep_tempfiles && now.stages.length > 0) await setStages(tx, job.id, [], null);
-      await recordDevice(tx, job.printer, { printed: true });
+      const last = this.lastPrintedWritten.get(job.printer) ?? 0;
+      if (printer.error !== null || Date.now() - last >= 1000) {
+        await recordDevice(tx, job.printer, { printed: true });
+        this.lastPrintedWritten.set(job.printer, Date.now());
+      }
       return undefined;
     }
     if (!failure) throw new Error('a delivery without an outcome');

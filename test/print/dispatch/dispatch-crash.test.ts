@@ -1,15 +1,14 @@
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../../helpers/env.js';
 import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
-import { AREAS } from '../../../src/areas/index.js';
-import { addPrinter, dispatchArea, FAST, jobs, logText, submit, until } from './harness.js';
+import { killAll, startProcess, waitLog } from '../../helpers/process.js';
+import { addPrinter, FAST, jobs, logText, submit, until } from './harness.js';
 
 /**
- * At most once across a crash: a real worker process hands a job to a
+ * At most once across a crash: a real worker process (src/entrypoints/worker.ts) hands a job to a
  * printer that takes the bytes and never acknowledges, is killed with
  * SIGKILL, and the worker that takes over finds the job handed off without
  * an outcome: `error`, "delivery uncertain", never sent again.
@@ -24,6 +23,7 @@ beforeAll(async () => {
   sink = await TcpSink.start({ mode: 'hold' });
 });
 afterAll(async () => {
+  killAll();
   await taker?.close(false);
   await submitter?.close();
   await sink?.close();
@@ -37,16 +37,9 @@ it('kill -9 between hand-off and acknowledgement: the job ends in error "deliver
     queues: QUEUES,
     printDispatch: FAST,
   }));
-  const logs: string[] = [];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/print/dispatch/dispatch-worker.ts'], {
-    env: { PATH: process.env.PATH, DATA_DIR: submitter.dataDir, CONFIG: config, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout.on('data', (c: Buffer) => logs.push(c.toString()));
-  child.stderr.on('data', (c: Buffer) => logs.push(c.toString()));
-  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const worker = await startProcess('worker', { DATA_DIR: submitter.dataDir, CONFIG: config });
   try {
-    await eventually(async () => (logs.join('').includes('dispatch worker running') ? true : undefined), 60_000);
+    await waitLog(worker, /workers running/, 60_000);
     await addPrinter(submitter, 'mute', sink.connection);
     const first = await submit(submitter, 'mute', 'the only copy\n');
     await submit(submitter, 'mute', 'next job\n');
@@ -56,14 +49,14 @@ it('kill -9 between hand-off and acknowledgement: the job ends in error "deliver
     expect(inFlight!.status).toBe('processing');
     expect(inFlight!.handoff_at).not.toBeNull();
   } finally {
-    child.kill('SIGKILL');
+    worker.child.kill('SIGKILL');
   }
-  await exited;
+  await worker.exited;
   // from now on the printer acknowledges; a resend of the first job would show here
   sink.mode = 'close';
   taker = await startTestRuntime({
     shareWith: submitter,
-    parts: { api: false, workers: true, areas: [...AREAS, dispatchArea] },
+    parts: { api: false, workers: true },
     overrides: { printDispatch: FAST, queues: QUEUES },
   });
   const { rows: all } = await submitter.services.db.query<{ id: string }>('SELECT id FROM print_jobs ORDER BY id');

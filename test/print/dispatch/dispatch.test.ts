@@ -4,7 +4,7 @@ import { reconcile } from '../../../src/worker/reconciler.js';
 import { AREAS } from '../../../src/areas/index.js';
 import { dropQueues, eventually, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
-import { addPrinter, dispatchArea, jobs, logText, setPrinter, startDispatchRuntime, submit, until, wake } from './harness.js';
+import { addPrinter, jobs, logText, setPrinter, startDispatchRuntime, submit, until, wake } from './harness.js';
 
 let rt: TestRuntime;
 const sinks: TcpSink[] = [];
@@ -159,8 +159,8 @@ describe('dispatch engine', () => {
     await new Promise((r) => setTimeout(r, 300));
     await dropQueues(rt.prefix);
     await setPrinter(rt, 'forgotten', { paused: false });
-    const counts = await reconcile(rt.services, [...AREAS, dispatchArea]);
-    expect(counts['print-dispatch']?.enqueued).toBeGreaterThanOrEqual(1);
+    const counts = await reconcile(rt.services, AREAS);
+    expect(counts['print-jobs']?.enqueued).toBeGreaterThanOrEqual(1);
     await until(rt, ids, ['processed']);
     expect(s.received().map(String)).toEqual(['f1', 'f2']);
   });

@@ -1,25 +1,20 @@
 import { Readable } from 'node:stream';
-import type { Area } from '../../../src/areas/area.js';
-import { AREAS } from '../../../src/areas/index.js';
 import type { PrintJobRow } from '../../../src/areas/print-jobs/print-job-store.js';
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
-import { printDispatchParts } from '../../../src/print/dispatch/index.js';
 import { eventually, startTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../../helpers/runtime.js';
 
 /**
- * The dispatch engine wired as the print-jobs area wires it, in a worker
- * runtime of its own (schema, queue prefix, data directory), with short
- * retry and timeout settings.
+ * The dispatch engine as the print-jobs area wires it, in a worker runtime
+ * of its own (schema, queue prefix, data directory), with short retry and
+ * timeout settings.
  */
-export const dispatchArea: Area = { name: 'print-dispatch', ...printDispatchParts };
-
 export const FAST = { retryBaseMs: 200, retryMaxMs: 1000, connectTimeoutMs: 1000, idleTimeoutMs: 3000 };
 
 export async function startDispatchRuntime(opts: TestRuntimeOptions = {}): Promise<TestRuntime> {
   return startTestRuntime({
     ...opts,
-    parts: { api: false, workers: true, areas: [...AREAS, dispatchArea] },
+    parts: { api: false, workers: true },
     overrides: {
       printDispatch: FAST,
       queues: { reconcileIntervalMs: 60_000, concurrency: { default: 4, print: 32 } },
