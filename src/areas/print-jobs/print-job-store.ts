@@ -196,8 +196,8 @@ export async function deleteExpiredJobs(sql: Sql, defaults: Record<'processed' |
     `DELETE FROM print_jobs WHERE id IN (
        SELECT id FROM print_jobs
        WHERE (status IN ('processed', 'canceled', 'error') AND finished IS NOT NULL
-              AND finished + make_interval(secs => COALESCE(retention_sec, CASE status WHEN 'processed' THEN $1 WHEN 'canceled' THEN $2 ELSE $3 END)) < now())
-          OR (status = 'paused' AND updated + make_interval(secs => COALESCE(retention_sec, $4)) < now())
+              AND finished + make_interval(secs => COALESCE(retention_sec, CASE status WHEN 'processed' THEN $1::int WHEN 'canceled' THEN $2::int ELSE $3::int END)) < now())
+          OR (status = 'paused' AND updated + make_interval(secs => COALESCE(retention_sec, $4::int)) < now())
        LIMIT $5)`,
     [defaults.processed, defaults.canceled, defaults.error, defaults.paused, limit]);
   return rowCount;
