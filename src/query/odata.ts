@@ -1,4 +1,3 @@
-// a CommonJS module whose exports Node's ESM loader cannot name: take the default export
 import odataParser from '@balena/odata-parser';
 import { AppError } from '../errors/app-error.js';
 import { hasNul, nulRefused } from '../errors/input-errors.js';
@@ -72,6 +71,9 @@ const MATCH_METHODS: ReadonlySet<string> = new Set(['startswith', 'endswith', 'c
 const PROPERTY_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const CMP: ReadonlySet<string> = new Set(['eq', 'ne', 'gt', 'ge', 'lt', 'le']);
 const FLIP: Record<CmpOp, CmpOp> = { eq: 'eq', ne: 'ne', gt: 'lt', ge: 'le', lt: 'gt', le: 'ge' };
+
+// a CommonJS module: Node's ESM loader offers only its default export (named imports fail once compiled)
+const parseODataOptions = odataParser.parse;
 
 const invalid = (message: string, details?: Record<string, unknown>) => new AppError('INVALID_FILTER', message, details);
 

@@ -3,7 +3,7 @@ import { isFinalJobState } from './job-states.js';
 import type { PrintJobRow } from './print-job-store.js';
 import type { PrintLogRow } from './print-log.js';
 
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+const iso = (d: Date | string | null) => (d === null ? null : d instanceof Date ? d.toISOString() : new Date(d).toISOString());
 
 export type Retention = AppConfig['print']['retention'];
 

@@ -173,6 +173,22 @@ describe('job routes', () => {
     expect((await bob.get(`/v3/jobs/${forBob.id}`)).body.owner).toBe('bob');
   });
 
+  it('listings show every job exactly as GET does', async () => {
+    const { body: a } = await submit(alice, 'p1', 'doc', { retention: '60' });
+    await sql(`UPDATE print_jobs SET stages = '[{"stage":"preprocessed","sha256":"${'b'.repeat(64)}","size":7,"mimeType":"application/pdf","created":"2024-01-01T00:00:00.000Z"}]',
+      pages = 3, next_attempt_at = now(), attempts = 2, task = '{"sid":"print","tid":"t1","item":"i1"}' WHERE id = $1`, [a.id]);
+    let i = 0;
+    for (const state of JOB_STATES) {
+      const { body } = await submit(alice, 'p2', 'doc', { name: `state ${state}`, ...(i++ % 2 ? { retention: '5' } : {}) });
+      await sql(`UPDATE print_jobs SET status = $2, finished = CASE WHEN $2 IN ('processed', 'canceled', 'error') THEN now() - interval '1.234567 seconds' END WHERE id = $1`, [body.id, state]);
+    }
+    const list = await alice.get('/v3/jobs/?$top=1000');
+    expect(list.body.length).toBeGreaterThan(JOB_STATES.length);
+    for (const item of list.body) expect(item).toEqual((await alice.get(`/v3/jobs/${item.id}`)).body);
+    const picked = await alice.get(`/v3/jobs/?$select=retention,stages,id&$filter=${encodeURIComponent(`id eq ${a.id}`)}`);
+    expect(picked.body).toEqual([{ id: a.id, retention: { seconds: 60, custom: true, deleteAfter: null }, stages: [{ stage: 'preprocessed', size: 7, mimeType: 'application/pdf', created: '2024-01-01T00:00:00.000Z' }] }]);
+  });
+
   it('metadata describes every field with type, filterable and sortable', async () => {
     const res = await alice.get('/v3/jobs/metadata');
     const byName = new Map(res.body.fields.map((f: { name: string }) => [f.name, f]));

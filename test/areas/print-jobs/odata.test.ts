@@ -117,6 +117,7 @@ describe('$orderby, $top, $skip, $select, $inlinecount', () => {
 
   it('$select answers only the named fields', async () => {
     const res = await api.get('/v3/jobs/?$select=id,name,status&$orderby=id');
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(Object.keys(res.body[0]).sort()).toEqual(['id', 'name', 'status']);
     expect((await api.get('/v3/jobs/?$select=*')).body[0].printer).toBeDefined();
   });

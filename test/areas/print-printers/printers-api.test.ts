@@ -14,7 +14,8 @@ let operator: TestClient;
 let user: TestClient;
 
 const NAMES = ['with space', "O'Brien's printer", 'floor 3/left', 'Büro – Ост 東京', '🖨️ emoji', '100%', 'a?b#c', '...'];
-const row = async (name: string) => (await rt.services.db.query('SELECT * FROM printers WHERE name = $1', [name])).rows[0];
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a raw row, read loosely
+const row = async (name: string): Promise<any> => (await rt.services.db.query('SELECT * FROM printers WHERE name = $1', [name])).rows[0];
 
 beforeAll(async () => {
   rt = await startTestRuntime({ parts: { api: true, workers: false } });
