@@ -5,8 +5,6 @@ import { fieldMap, type FieldDef, type FieldMap, type FieldType } from './fields
 import type { CmpOp, Expr, FieldRef, Sort, Value } from './tree.js';
 import { parseDate } from './values.js';
 
-const parseODataOptions = odataParser.parse;
-
 /**
  * The print API's OData query options (`$filter`, `$orderby`, `$top`, `$skip`,
  * `$select`, `$inlinecount`) parsed with `@balena/odata-parser` (maintained,
