@@ -10,14 +10,18 @@
  * - drain: the jobs are already queued (printers paused / workers not yet
  *   running), then released: dispatch alone.
  *
+ * The printers are TCP sinks in a child process (bench/sink-server.ts).
+ *
  * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096]
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -29,8 +33,7 @@ import { loadConfig } from '../src/config/load.js';
 import { createLogger } from '../src/logging/logger.js';
 import { printDispatchParts } from '../src/print/dispatch/index.js';
 import { startRuntime } from '../src/runtime/runtime.js';
-import { TcpSink } from '../test/helpers/tcp-sink.js';
-import { busyCores, fmt, machineCpu, printTable } from './lib.js';
+import { ROOT, busyCores, fmt, machineCpu, printTable } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -49,11 +52,38 @@ const REDIS_URL = 'redis://127.0.0.1:6379';
 const tag = `bench_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
 const payload = (n: number) => Buffer.concat([Buffer.from(`job ${n}\n`), Buffer.alloc(BYTES, 0x41)]).subarray(0, BYTES);
 
-const received = (sinks: TcpSink[]) => sinks.reduce((n, s) => n + s.jobs().length, 0);
-async function waitReceived(sinks: TcpSink[], total: number, timeoutMs = 600_000): Promise<void> {
+/**
+ * The 20 printers: raw-socket sinks in a child process (bench/sink-server.ts),
+ * so the devices never compete with the system under test for its event loop.
+ */
+interface Sinks {
+  ports: number[];
+  count(): Promise<{ received: number; maxConcurrent: number }>;
+  close(): void;
+}
+async function startSinks(n: number): Promise<Sinks> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/sink-server.ts'), String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  const waiting: ((line: string) => void)[] = [];
+  lines.on('line', (l) => waiting.shift()?.(l));
+  const next = () => new Promise<string>((resolve) => waiting.push(resolve));
+  const { ports } = JSON.parse(await next()) as { ports: number[] };
+  return {
+    ports,
+    async count() {
+      const answer = next();
+      child.stdin.write('count\n');
+      return JSON.parse(await answer) as { received: number; maxConcurrent: number };
+    },
+    close: () => child.stdin.end(),
+  };
+}
+async function waitReceived(sinks: Sinks, total: number, timeoutMs = 600_000): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while (received(sinks) < total) {
-    if (Date.now() > end) throw new Error(`only ${received(sinks)} of ${total} jobs arrived`);
+  for (;;) {
+    const { received } = await sinks.count();
+    if (received >= total) return;
+    if (Date.now() > end) throw new Error(`only ${received} of ${total} jobs arrived`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -74,7 +104,7 @@ const timed = async (fn: () => Promise<void>) => {
 
 async function engine() {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'bench-print-'));
-  const sinks = await Promise.all(Array.from({ length: PRINTERS }, () => TcpSink.start({ keepBytes: false })));
+  const sinks = await startSinks(PRINTERS);
   const config = loadConfig({
     env: {},
     configDir: path.resolve('config'),
@@ -90,8 +120,8 @@ async function engine() {
   const areas: Area[] = AREAS.some((a) => a.name === 'print-jobs') ? [...AREAS] : [...AREAS, { name: 'print-dispatch', ...printDispatchParts }];
   const rt = await startRuntime(config, { api: false, workers: true, areas }, log);
   const s = rt.services;
-  const names = sinks.map((_, i) => `bench printer ${i}`);
-  for (const [i, sink] of sinks.entries()) await s.db.query('INSERT INTO printers (name, connection) VALUES ($1, $2)', [names[i], sink.connection]);
+  const names = sinks.ports.map((_, i) => `bench printer ${i}`);
+  for (const [i, port] of sinks.ports.entries()) await s.db.query('INSERT INTO printers (name, connection) VALUES ($1, $2)', [names[i], `socket://127.0.0.1:${port}`]);
   const submit = (n: number) => submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0 }, {
     printer: names[n % PRINTERS]!, source: Readable.from([payload(n)]), mimeType: 'application/octet-stream',
     name: `job ${n}`, priority: [10, 50, 90][n % 3], creator: 'bench',
@@ -114,11 +144,11 @@ async function engine() {
       await waitReceived(sinks, 2 * JOBS);
     });
     const { rows } = await s.db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM print_jobs GROUP BY status');
-    const overlaps = Math.max(...sinks.map((k) => k.maxConcurrent()));
+    const overlaps = (await sinks.count()).maxConcurrent;
     return { e2e: { ...e2e, submittedPerSecond: JOBS / submitted }, drain, statuses: Object.fromEntries(rows.map((r) => [r.status, r.n])), maxPerPrinter: overlaps };
   } finally {
     await rt.stop();
-    for (const k of sinks) await k.close();
+    sinks.close();
     const c = new pg.Client({ connectionString: DB_URL });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
@@ -139,11 +169,11 @@ function sendTo(port: number, bytes: Buffer): Promise<void> {
 
 async function bare() {
   const prefix = `${tag}_bare`;
-  const sinks = await Promise.all(Array.from({ length: PRINTERS }, () => TcpSink.start({ keepBytes: false })));
+  const sinks = await startSinks(PRINTERS);
   const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
   const queue = new Queue('bare', { connection, prefix });
   const opts = { removeOnComplete: true, attempts: 5 };
-  const processor = async (job: { data: { p: number; n: number } }) => sendTo(sinks[job.data.p]!.port, payload(job.data.n));
+  const processor = async (job: { data: { p: number; n: number } }) => sendTo(sinks.ports[job.data.p]!, payload(job.data.n));
   try {
     let worker = new Worker('bare', processor, { connection, prefix, concurrency: PRINTERS });
     const e2e = await timed(async () => {
@@ -160,11 +190,11 @@ async function bare() {
       await waitReceived(sinks, 2 * JOBS);
     });
     await worker.close();
-    return { e2e, drain, maxPerPrinter: Math.max(...sinks.map((k) => k.maxConcurrent())) };
+    return { e2e, drain, maxPerPrinter: (await sinks.count()).maxConcurrent };
   } finally {
     await queue.obliterate({ force: true }).catch(() => {});
     await queue.close();
-    for (const k of sinks) await k.close();
+    sinks.close();
     const redis = new Redis(REDIS_URL);
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length) await redis.del(...keys);

@@ -4,7 +4,7 @@ import { toSql } from '../../query/to-sql.js';
 import { JOB_FIELDS } from './job-fields.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { canJobMove, isFinalJobState, type JobState } from './job-states.js';
-import { printLog, type PrintLogLevel } from './print-log.js';
+import { logText, printLog, type PrintLogLevel } from './print-log.js';
 
 /** An intermediate file of a job (the flow's output, kept or dropped per tempfiles). */
 export interface JobStage {
@@ -113,7 +113,8 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
   }
   const set = opts.set ?? {};
   const { rows } = await tx.query<PrintJobRow>(
-    `UPDATE print_jobs SET status = $2, updated = now(),
+    // the change and its log line in one statement (one round trip: the dispatch engine does this twice per job)
+    `WITH u AS (UPDATE print_jobs SET status = $2, updated = now(),
        finished = CASE WHEN $3 THEN now() ELSE NULL END,
        message = CASE WHEN $4::boolean THEN $5 ELSE message END,
        printer = COALESCE($6, printer),
@@ -123,16 +124,15 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
        next_attempt_at = CASE WHEN $10 THEN NULL WHEN $13::bigint IS NOT NULL THEN now() + $13::bigint * interval '1 millisecond' ELSE next_attempt_at END,
        -- a requeued job (repeat, resume, move) starts a new delivery
        handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END
-     WHERE id = $1 RETURNING *`,
+     WHERE id = $1 RETURNING *),
+     l AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, $14, $15 FROM u)
+     SELECT * FROM u`,
     [job.id, to, isFinalJobState(to), opts.message !== undefined, opts.message ?? null, set.printer ?? null,
       set.redirectedFrom !== undefined, set.redirectedFrom ?? null, set.requeue ?? false, set.resetAttempts ?? false,
-      opts.dispatch?.handoff ?? null, opts.dispatch?.attempt ?? false, opts.dispatch?.retryInMs ?? null],
+      opts.dispatch?.handoff ?? null, opts.dispatch?.attempt ?? false, opts.dispatch?.retryInMs ?? null,
+      opts.level ?? (to === 'error' ? 'error' : 'info'), logText(opts.log ?? (job.status === to ? `job ${to}` : `${job.status} -> ${to}`))],
   );
   const row = rows[0]!;
-  await printLog(tx, {
-    jobId: job.id, printer: row.printer, level: opts.level ?? (to === 'error' ? 'error' : 'info'),
-    text: opts.log ?? (job.status === to ? `job ${to}` : `${job.status} -> ${to}`),
-  });
   return row;
 }
 

@@ -10,15 +10,19 @@ export interface PrintLogEntry {
   text: string;
 }
 
+/** A log line as stored: at most 4,000 characters (also used by `transitionJob`, which writes its line in its UPDATE's statement). */
+export const logText = (text: string): string => text.slice(0, 4000);
+
 /**
- * The one way anything writes the print log: every job state change, every
+ * The one way anything writes the print log (besides `transitionJob`, which
+ * writes a state change's line in the same statement as the change): every job state change, every
  * backend message, every printer operation. Write it in the transaction of the
  * change it describes, so the log and the state never disagree. Read by
  * `GET /v3/jobs/{id}/logs|logfile` and `GET /v3/printers/{name}/logs`.
  */
 export async function printLog(sql: Sql, entry: PrintLogEntry): Promise<void> {
   await sql.query('INSERT INTO print_logs (job_id, printer, level, text) VALUES ($1, $2, $3, $4)', [
-    entry.jobId ?? null, entry.printer, entry.level ?? 'info', entry.text.slice(0, 4000),
+    entry.jobId ?? null, entry.printer, entry.level ?? 'info', logText(entry.text),
   ]);
 }
 

@@ -1,6 +1,7 @@
 import { PDFDocument } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../../../src/worker/reconciler.js';
+import { abandonDispatch } from '../../../src/print/dispatch/index.js';
 import { AREAS } from '../../../src/areas/index.js';
 import { dropQueues, eventually, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
@@ -163,5 +164,19 @@ describe('dispatch engine', () => {
     expect(counts['print-jobs']?.enqueued).toBeGreaterThanOrEqual(1);
     await until(rt, ids, ['processed']);
     expect(s.received().map(String)).toEqual(['f1', 'f2']);
+  });
+
+  it('abandon (the reconciler gave up on a printer\'s dispatch): the job blocking its queue ends in error, the rest wait', async () => {
+    const s = await sink();
+    await addPrinter(rt, 'given-up', s.connection, { paused: true });
+    const ids = [(await submit(rt, 'given-up', 'g1')).id, (await submit(rt, 'given-up', 'g2')).id];
+    // as a killed worker leaves it: handed off, no outcome
+    await rt.services.db.query(`UPDATE print_jobs SET status = 'processing', handoff_at = now() WHERE id = $1`, [ids[0]]);
+    await abandonDispatch(rt.services, { name: 'print.dispatch', data: { printer: 'given-up' } }, 're-created 4 times');
+    const [first, second] = await jobs(rt, ids);
+    expect(first).toMatchObject({ status: 'error', handoff_at: null });
+    expect(first!.message).toMatch(/^delivery uncertain: dispatch abandoned \(re-created 4 times\)/);
+    expect(second!.status).toBe('waitprocessing');
+    expect(s.connections).toHaveLength(0);
   });
 });
