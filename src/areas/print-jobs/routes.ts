@@ -1,6 +1,5 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import { body, param, principal } from '../../api/context.js';
+import { body, param, principal, singleQuery } from '../../api/context.js';
 import { jsonBody } from '../../api/middleware/json-body.js';
 import { requestBody } from '../../api/middleware/body-timeout.js';
 import { validate } from '../../api/validate.js';
@@ -12,16 +11,6 @@ import type { JobOperation } from './job-states.js';
 import { PrintJobService } from './print-job-service.js';
 import { logText, presentJob, presentLog, selectFields } from './present.js';
 import { moveSchema, submitQuerySchema, tempfilesSchema } from './schema.js';
-
-/** Query parameters of a route as a plain object; a repeated one is 400. */
-export function singleQuery(ctx: Context): Record<string, string> {
-  const out: Record<string, string> = Object.create(null) as Record<string, string>;
-  for (const [k, v] of new URLSearchParams(ctx.querystring)) {
-    if (Object.hasOwn(out, k)) throw new AppError('INVALID_QUERY', `${k.slice(0, 40)} is given more than once`, { parameter: k.slice(0, 40) });
-    out[k] = v;
-  }
-  return out;
-}
 
 /** Print jobs (print API 11.2.0 `/v3/jobs/...`, DESIGN.md section 7). */
 export function printJobRoutes(s: Services): Router {

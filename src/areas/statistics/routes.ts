@@ -1,12 +1,11 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { principal } from '../../api/context.js';
+import { principal, singleQuery } from '../../api/context.js';
 import { validate } from '../../api/validate.js';
 import { AppError } from '../../errors/app-error.js';
 import { parseDate } from '../../query/values.js';
 import type { Services } from '../../runtime/services.js';
-import { singleQuery } from '../print-jobs/routes.js';
 import { printerName } from '../print-jobs/schema.js';
 import { jobCount, jobSeries, printerCount, type JobScope } from './statistics-store.js';
 
