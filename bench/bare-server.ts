@@ -40,10 +40,21 @@ const entries = Array.from({ length: 100 }, (_, i) => {
   };
 });
 
+// the print listing's floor (bench/print-listing.ts): 100 objects shaped like the print API's jobs
+const jobs = Array.from({ length: 100 }, (_, i) => ({
+  id: 100_000 - i, status: 'processed', printer: 'p7', user: 'bench', owner: null, name: `job-${i}`, fileName: `job-${i}.pdf`,
+  mimeType: 'application/pdf', size: 1024, copies: 1, priority: 50, pages: null, checkin: { type: 'api' }, task: null, flow: null,
+  redirectedFrom: null, message: null, created, updated: created, finished: created, keepTempfiles: false, stages: [],
+  retention: { seconds: 86_400, custom: false, deleteAfter: created }, attempts: 0, nextAttempt: null,
+}));
+
 const app = new Koa();
 const router = new Router();
 router.get('/v1/services/:sid/repo/:uuid/children', (ctx) => {
   ctx.body = entries;
+});
+router.get('/v3/jobs/', (ctx) => {
+  ctx.body = jobs;
 });
 app.use(router.routes());
 app.use(router.allowedMethods());
@@ -63,4 +74,4 @@ process.stdin.on('end', stop);
 process.stdin.on('error', stop);
 process.stdin.resume();
 
-process.stdout.write(`${JSON.stringify({ bench: 'bare', url: `http://127.0.0.1:${port}`, pid: process.pid, bodyBytes: Buffer.byteLength(JSON.stringify(entries)) })}\n`);
+process.stdout.write(`${JSON.stringify({ bench: 'bare', url: `http://127.0.0.1:${port}`, pid: process.pid, bodyBytes: Buffer.byteLength(JSON.stringify(entries)), jobsBodyBytes: Buffer.byteLength(JSON.stringify(jobs)) })}\n`);

@@ -8,6 +8,7 @@ import { nosniff } from './middleware/nosniff.js';
 import { observe } from './middleware/observe.js';
 import { healthRoutes } from './health/routes.js';
 import { docsRoutes } from './docs/routes.js';
+import { printRootRoutes } from './print-root/routes.js';
 import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
 import { authenticate } from './middleware/authenticate.js';
 import type { Area } from '../areas/area.js';
@@ -55,7 +56,7 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
   });
 
   const open = new Router();
-  for (const r of [healthRoutes(s, state), docsRoutes(), devIssuerRoutes(s)]) if (r) open.use(r.routes());
+  for (const r of [healthRoutes(s, state), docsRoutes(), printRootRoutes(), devIssuerRoutes(s)]) if (r) open.use(r.routes());
   const v1Open = new Router({ prefix: '/v1' });
   v1Open.use(authInfoRoutes(s).routes());
 

@@ -47,3 +47,13 @@ export function keepOpen(ctx: Context, end: () => void): void {
   });
   ctx.req.once('close', forget);
 }
+
+/** Query parameters of a route as a plain object; a repeated one is 400. */
+export function singleQuery(ctx: Context): Record<string, string> {
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [k, v] of new URLSearchParams(ctx.querystring)) {
+    if (Object.hasOwn(out, k)) throw new AppError('INVALID_QUERY', `${k.slice(0, 40)} is given more than once`, { parameter: k.slice(0, 40) });
+    out[k] = v;
+  }
+  return out;
+}

@@ -4,9 +4,18 @@ import { listsArea } from './lists/index.js';
 import { repositoryArea } from './repository/index.js';
 import { servicesArea } from './services/index.js';
 import { tasksArea } from './tasks/index.js';
+import { printJobsArea } from './print-jobs/index.js';
+import { printersArea } from './printers/index.js';
+import { flowsArea } from './flows/index.js';
+import { printConfigArea } from './print-config/index.js';
+import { statisticsArea } from './statistics/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before
  * repository, whose `/repo/:uuid` would otherwise take `/repo/command`.
  */
-export const AREAS: readonly Area[] = [servicesArea, commandsArea, repositoryArea, tasksArea, listsArea];
+export const AREAS: readonly Area[] = [
+  servicesArea, commandsArea, repositoryArea, tasksArea, listsArea,
+  // the print API (`/v3`)
+  printJobsArea, printersArea, flowsArea, printConfigArea, statisticsArea,
+];

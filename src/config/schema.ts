@@ -107,9 +107,30 @@ export const configSchema = z.strictObject({
     /** Items one imported list (per-user list or task body, any format) may hold; more is 413 LIST_TOO_LARGE. */
     maxItems: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
   }).prefault({}),
+  printDispatch: z.strictObject({
+    /** First wait before a postponed job (printer unreachable) is tried again; it doubles per attempt. */
+    retryBaseMs: z.coerce.number().int().min(100).max(3_600_000).default(5000),
+    /** Longest wait between two tries of a postponed job. */
+    retryMaxMs: z.coerce.number().int().min(100).max(86_400_000).default(300_000),
+    /** How long opening a connection to a network printer (socket, IPP, LPR) may take. */
+    connectTimeoutMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    /** How long a connection to a printer may make no progress before the delivery fails. */
+    idleTimeoutMs: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  }).prefault({}),
   previews: z.strictObject({
     previewSize: z.coerce.number().int().min(16).max(4096).default(1024),
     thumbSize: z.coerce.number().int().min(16).max(1024).default(128),
+  }).prefault({}),
+  print: z.strictObject({
+    /** Seconds a job is kept after reaching each state, unless the job sets its own (DESIGN.md section 7). */
+    retention: z.strictObject({
+      processed: z.coerce.number().int().min(0).default(86_400),
+      canceled: z.coerce.number().int().min(0).default(86_400),
+      error: z.coerce.number().int().min(0).default(259_200),
+      paused: z.coerce.number().int().min(0).default(259_200),
+    }).prefault({}),
+    /** Largest print document (bytes) taken by `POST /v3/jobs/`; 0 = `server.maxUploadBytes`. */
+    maxDocumentBytes: z.coerce.number().int().min(0).default(0),
   }).prefault({}),
   services: z.record(sidSchema, serviceSchema),
 });

@@ -8,4 +8,6 @@ import type { ErrorCode } from './app-error.js';
  */
 export const PRINT_STATUSES: Partial<Record<ErrorCode, number>> = Object.assign(Object.create(null) as Partial<Record<ErrorCode, number>>, {
   INVALID_STATE: 412,
+  // redirect to itself, to an unknown printer, into a loop (DESIGN.md section 7)
+  INVALID_REDIRECT: 412,
 });

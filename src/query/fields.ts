@@ -8,6 +8,8 @@ export type FieldType = 'text' | 'number' | 'date' | 'boolean' | 'json';
 export interface FieldDef {
   sql: string;
   type: FieldType;
+  /** A NOT NULL column sorts without `NULLS LAST`, so a plain index serves both directions. */
+  notNull?: boolean;
 }
 
 /**
@@ -32,7 +34,7 @@ export function fieldMap(fields: Record<string, FieldDef>, rest?: string): Field
 
 /** Where a field reference points: a typed column, or a path inside a jsonb column. */
 export type Resolved =
-  | { kind: 'column'; sql: string; type: Exclude<FieldType, 'json'> }
+  | { kind: 'column'; sql: string; type: Exclude<FieldType, 'json'>; notNull?: boolean }
   | { kind: 'json'; sql: string; path: string[] };
 
 /**
@@ -43,7 +45,7 @@ export type Resolved =
 export function resolveField(map: FieldMap, ref: FieldRef): Resolved {
   const [head, ...tail] = ref.path;
   const def = head === undefined ? undefined : map.fields.get(head);
-  if (def && def.type !== 'json' && tail.length === 0) return { kind: 'column', sql: def.sql, type: def.type };
+  if (def && def.type !== 'json' && tail.length === 0) return { kind: 'column', sql: def.sql, type: def.type, notNull: def.notNull };
   if (def && def.type === 'json' && tail.length > 0) return { kind: 'json', sql: def.sql, path: tail };
   const rest = map.rest === undefined ? undefined : map.fields.get(map.rest);
   if (rest && ref.path.length > 0) return { kind: 'json', sql: rest.sql, path: [...ref.path] };

@@ -149,14 +149,17 @@ export class SqlTranslator {
   }
 
   /** Sorting reads jsonb paths as jsonb (`#>`), so numbers order as numbers, not as text. */
-  private orderKey(ref: FieldRef): string {
+  private orderKey(ref: FieldRef): { sql: string; notNull: boolean } {
     const f = this.resolve(ref);
-    return f.json ?? `(${f.r.sql})`;
+    return { sql: f.json ?? `(${f.r.sql})`, notNull: f.r.kind === 'column' && f.r.notNull === true };
   }
 
   translate(q: { filter?: Expr; sort: Sort }, tiebreak: string): SqlFragment {
     const where = q.filter ? [this.expr(q.filter)] : [];
-    const order = q.sort.map((s) => `${this.orderKey(s.field)} ${s.desc ? 'DESC' : 'ASC'} NULLS LAST`);
+    const order = q.sort.map((s) => {
+      const k = this.orderKey(s.field);
+      return `${k.sql} ${s.desc ? 'DESC' : 'ASC'}${k.notNull ? '' : ' NULLS LAST'}`;
+    });
     order.push(tiebreak);
     return { where: [...where, ...this.guards], orderBy: order.join(', '), params: this.params };
   }

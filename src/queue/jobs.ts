@@ -30,6 +30,15 @@ export const JOBS = {
     schema: z.strictObject({ sid, tid: uuid, run: z.int().min(1), chunk: z.int().min(0) }),
     id: (d: { tid: string; run: number; chunk: number }) => `task.${d.tid}.${d.run}.${d.chunk}`,
   },
+  'print.dispatch': {
+    queue: 'print',
+    // the handler (the dispatch engine) keeps its own retry state in print_jobs
+    attempts: 5,
+    // one job per printer: "this printer may have work"; the handler drains its queue
+    schema: z.strictObject({ printer: z.string().min(1).max(200) }),
+    // printer names are any Unicode: encoded so the id holds no ':' or spaces
+    id: (d: { printer: string }) => `print.dispatch.${encodeURIComponent(d.printer)}`,
+  },
   'housekeeping.run': {
     queue: 'housekeeping',
     attempts: 1,
@@ -61,6 +70,19 @@ export class InvalidJobError extends Error {
 /** Thrown by a handler when retrying cannot help; the job fails at once. */
 export class PermanentJobError extends Error {
   override readonly name = 'PermanentJobError';
+}
+
+/**
+ * Thrown by a handler whose job should run again later under the same id
+ * (a printer to retry after backoff): the job goes back to the queue,
+ * delayed by `delayMs`, without counting as a failed attempt. While it waits,
+ * enqueueing the same id is a no-op, as for any queued job.
+ */
+export class RunAgainError extends Error {
+  override readonly name = 'RunAgainError';
+  constructor(readonly delayMs: number, message = `run again in ${delayMs} ms`) {
+    super(message);
+  }
 }
 
 /** What a handler may do while it runs. */

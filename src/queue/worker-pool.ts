@@ -1,6 +1,6 @@
-import { Worker, UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import {
-  JOBS, QUEUE_NAMES, parseJob, InvalidJobError, PermanentJobError,
+  JOBS, QUEUE_NAMES, parseJob, InvalidJobError, PermanentJobError, RunAgainError,
   type JobContext, type JobHandlers, type JobName, type QueueName,
 } from './jobs.js';
 import { DEFAULT_LOCK_MS, MAX_STALLED_COUNT, connectionOf, outageLogger, within, type QueueOptions } from './redis-connection.js';
@@ -46,7 +46,7 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
     const names = (Object.keys(JOBS) as JobName[]).filter((n) => JOBS[n].queue === queue && handlers[n]);
     if (names.length === 0) continue;
     // three parameters: BullMQ then gives each job an AbortSignal (cancelJob, cancelAllJobs)
-    const processor = async (job: Job, _token: string | undefined, signal: AbortSignal | undefined) => {
+    const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
       const name = job.name as JobName;
       const handler = handlers[name] as ((d: unknown, c: JobContext) => Promise<void>) | undefined;
       if (!handler) throw new UnrecoverableError(`no handler for job ${job.name}`);
@@ -67,6 +67,11 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
         });
       } catch (err) {
         if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);
+        if (err instanceof RunAgainError && token) {
+          // BullMQ's way to run a job later: move it to delayed, then tell the worker it was not a failure
+          await job.moveToDelayed(Date.now() + Math.max(0, err.delayMs), token);
+          throw new DelayedError();
+        }
         throw err;
       }
     };

@@ -14,7 +14,10 @@ type Json = Record<string, unknown>;
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 
 interface Api {
+  /** Stripped from the path before matching the document's paths ('' when they are written in full). */
   prefix: string;
+  /** Which request paths the document describes. */
+  covers: (urlPath: string) => boolean;
   spec: Json;
   templates: { template: string; regex: RegExp; params: number }[];
 }
@@ -23,7 +26,7 @@ const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true 
 addFormats(ajv);
 const apis: Api[] = [];
 
-function load(file: string, prefix: string): Api {
+function load(file: string, prefix: string, covers: (urlPath: string) => boolean): Api {
   const spec = parseYaml(readFileSync(path.resolve(file), 'utf8')) as Json;
   const id = `spec:${prefix}`;
   ajv.removeSchema(id);
@@ -32,12 +35,16 @@ function load(file: string, prefix: string): Api {
     const regex = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`);
     return { template, regex, params: (template.match(/\{/g) ?? []).length };
   }).sort((a, b) => a.params - b.params);
-  return { prefix, spec: { ...spec, $id: id }, templates };
+  return { prefix, covers, spec: { ...spec, $id: id }, templates };
 }
 
+/** One mechanism for both documents, chosen by path: `/v1...` the workflow API, `/` and `/v3...` the print API. */
 function apiFor(urlPath: string): Api | undefined {
-  if (apis.length === 0) apis.push(load('openapi/workflow-api.yaml', '/v1'));
-  return apis.find((a) => urlPath === a.prefix || urlPath.startsWith(`${a.prefix}/`));
+  if (apis.length === 0) {
+    apis.push(load('openapi/workflow-api.yaml', '/v1', (p) => p === '/v1' || p.startsWith('/v1/')));
+    apis.push(load('openapi/print-api.yaml', '', (p) => p === '/' || p === '/v3' || p.startsWith('/v3/')));
+  }
+  return apis.find((a) => a.covers(urlPath));
 }
 
 const pointer = (parts: string[]) => `#/${parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;

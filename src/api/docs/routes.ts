@@ -10,7 +10,7 @@ import { AppError } from '../../errors/app-error.js';
  * Loads `openapi/<name>.yaml`, found by walking up from this module (it runs
  * from `src/` under tsx and vitest, and from `dist/src/` when built).
  */
-export function loadOpenApi(name: 'workflow-api'): Record<string, unknown> {
+export function loadOpenApi(name: 'workflow-api' | 'print-api'): Record<string, unknown> {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const file = path.join(dir, 'openapi', `${name}.yaml`);
@@ -27,9 +27,13 @@ const SWAGGER_FILES = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagge
 export function docsRoutes(): Router {
   const router = new Router();
   const workflow = loadOpenApi('workflow-api');
+  const print = loadOpenApi('print-api');
   const uiDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   router.get('/openapi/workflow-api.json', (ctx) => {
     ctx.body = workflow;
+  });
+  router.get('/openapi/print-api.json', (ctx) => {
+    ctx.body = print;
   });
   router.get('/docs', (ctx) => {
     ctx.type = 'text/html';
@@ -39,11 +43,13 @@ export function docsRoutes(): Router {
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
 <body><div id="ui"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/swagger-ui-standalone-preset.js"></script>
 <script src="/docs/init.js"></script></body></html>`;
   });
   router.get('/docs/init.js', (ctx) => {
     ctx.type = 'application/javascript';
-    ctx.body = `window.ui = SwaggerUIBundle({ urls: [{ url: '/openapi/workflow-api.json', name: 'Document Workflow API 0.5' }], dom_id: '#ui', persistAuthorization: true });`;
+    // `urls` (the document selector) only works with the standalone layout and its preset
+    ctx.body = `window.ui = SwaggerUIBundle({ urls: [{ url: '/openapi/workflow-api.json', name: 'Document Workflow API 0.5' }, { url: '/openapi/print-api.json', name: 'Print Job Management API 11.2.0' }], dom_id: '#ui', persistAuthorization: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' });`;
   });
   router.get('/docs/assets/:file', (ctx) => {
     const file = (ctx.params as { file: string }).file;

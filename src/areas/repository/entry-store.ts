@@ -315,7 +315,9 @@ export async function pendingPreviews(sql: Sql, limit: number): Promise<{ sid: s
 export async function referencedBlobs(sql: Sql, hashes: string[]): Promise<Set<string>> {
   const { rows } = await sql.query<{ h: string }>(
     `SELECT h FROM unnest($1::text[]) AS h WHERE EXISTS (
-       SELECT 1 FROM entries WHERE sha256 = h OR preview_sha256 = h OR thumb_sha256 = h)`,
+       SELECT 1 FROM entries WHERE sha256 = h OR preview_sha256 = h OR thumb_sha256 = h)
+       -- print jobs' documents and stage files (migration 009) share the blob store
+       OR EXISTS (SELECT 1 FROM print_jobs WHERE blob_sha256 = h OR stages @> jsonb_build_array(jsonb_build_object('sha256', h)))`,
     [hashes],
   );
   return new Set(rows.map((r) => r.h));

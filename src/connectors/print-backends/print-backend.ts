@@ -69,6 +69,21 @@ export interface PrintBackend {
   checkPhysical(signal: AbortSignal): Promise<PhysicalState>;
 }
 
+/**
+ * What a backend gets when it is built: a logger and the network timeouts
+ * from configuration (`print.backends`); backends that talk to a device over
+ * the network (socket, IPP, LPR) honour them.
+ */
+export interface PrintBackendContext {
+  log: Logger;
+  timeouts?: {
+    /** How long a connection may take to open. */
+    connectMs: number;
+    /** How long a connection may make no progress (no bytes accepted, no answer) before it fails. */
+    idleMs: number;
+  };
+}
+
 /** A kind of device, registered once in `print-backends/registry.ts`. */
 export interface PrintBackendType {
   readonly name: string;
@@ -81,5 +96,5 @@ export interface PrintBackendType {
    * Checks the URL (400 `INVALID_CONNECTION` naming the problem) and builds a
    * backend; does not touch the device.
    */
-  create(url: URL, ctx: { log: Logger }): PrintBackend;
+  create(url: URL, ctx: PrintBackendContext): PrintBackend;
 }

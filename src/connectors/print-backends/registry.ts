@@ -1,17 +1,17 @@
 import { AppError } from '../../errors/app-error.js';
-import type { Logger } from '../../logging/logger.js';
-import type { PrintBackend, PrintBackendType } from './print-backend.js';
+import type { PrintBackend, PrintBackendContext, PrintBackendType } from './print-backend.js';
 import { directoryBackendType } from './directory/directory-backend.js';
+import { socketBackendType } from './socket/socket-backend.js';
 
 /**
  * Every print backend, in one place (a registry of its own: print backends
- * are devices behind printers, not services). IPP, raw socket and LPR join
+ * are devices behind printers, not services). IPP and LPR join
  * this list as they are built.
  */
-export const PRINT_BACKEND_TYPES: readonly PrintBackendType[] = [directoryBackendType];
+export const PRINT_BACKEND_TYPES: readonly PrintBackendType[] = [directoryBackendType, socketBackendType];
 
 /** The backend for a printer's `connection`: 400 when it does not parse or no backend serves its scheme. */
-export function printBackendFor(connection: string, ctx: { log: Logger }, types = PRINT_BACKEND_TYPES): PrintBackend {
+export function printBackendFor(connection: string, ctx: PrintBackendContext, types = PRINT_BACKEND_TYPES): PrintBackend {
   let url: URL;
   try {
     url = new URL(connection);

@@ -9,6 +9,7 @@ import { PrintDeliveryError, type PrintBackend, type PrintTicket } from '../../.
 import { PRINT_BACKEND_TYPES, printBackendFor } from '../../../src/connectors/print-backends/registry.js';
 import type { AppError } from '../../../src/errors/app-error.js';
 import { createLogger } from '../../../src/logging/logger.js';
+import { TcpSink } from '../../helpers/tcp-sink.js';
 
 /**
  * A real device for each print backend type: its connection, what it has
@@ -36,6 +37,16 @@ const TARGETS: Record<string, () => Promise<Target>> = {
       },
       takeDown: () => rm(dir, { recursive: true, force: true }),
       close: () => rm(base, { recursive: true, force: true }),
+    };
+  },
+  socket: async () => {
+    const sink = await TcpSink.start();
+    return {
+      connection: sink.connection,
+      // a connection that carried bytes and was closed is one job the device got
+      received: async () => sink.received(),
+      takeDown: () => sink.down(),
+      close: () => sink.close(),
     };
   },
 };

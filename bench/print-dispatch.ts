@@ -1,0 +1,214 @@
+/**
+ * Print dispatch throughput: jobs printed per second by the dispatch engine
+ * (submitPrintJob -> outbox -> relay -> print.dispatch per printer ->
+ * socket backend) against bare BullMQ workers that write the same bytes to
+ * the same TCP sinks (one BullMQ job per print job, no database, no order,
+ * no at-most-once bookkeeping). One run each, two phases:
+ *
+ * - end to end: from the first submission to the last job received, with 20
+ *   clients submitting at once;
+ * - drain: the jobs are already queued (printers paused / workers not yet
+ *   running), then released: dispatch alone.
+ *
+ * The printers are TCP sinks in a child process (bench/sink-server.ts).
+ *
+ * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096]
+ * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { AREAS } from '../src/areas/index.js';
+import type { Area } from '../src/areas/area.js';
+import { submitPrintJob } from '../src/areas/print-jobs/submit-print-job.js';
+import { loadConfig } from '../src/config/load.js';
+import { createLogger } from '../src/logging/logger.js';
+import { printDispatchParts } from '../src/print/dispatch/index.js';
+import { startRuntime } from '../src/runtime/runtime.js';
+import { ROOT, busyCores, fmt, machineCpu, printTable } from './lib.js';
+
+const { values: args } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '10000' },
+    printers: { type: 'string', default: '20' },
+    bytes: { type: 'string', default: '4096' },
+    clients: { type: 'string', default: '20' },
+  },
+});
+const JOBS = Number(args.jobs);
+const PRINTERS = Number(args.printers);
+const BYTES = Number(args.bytes);
+const CLIENTS = Number(args.clients);
+const DB_URL = 'postgresql://postgres@127.0.0.1:5432/test';
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const tag = `bench_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
+const payload = (n: number) => Buffer.concat([Buffer.from(`job ${n}\n`), Buffer.alloc(BYTES, 0x41)]).subarray(0, BYTES);
+
+/**
+ * The 20 printers: raw-socket sinks in a child process (bench/sink-server.ts),
+ * so the devices never compete with the system under test for its event loop.
+ */
+interface Sinks {
+  ports: number[];
+  count(): Promise<{ received: number; maxConcurrent: number }>;
+  close(): void;
+}
+async function startSinks(n: number): Promise<Sinks> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/sink-server.ts'), String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  const waiting: ((line: string) => void)[] = [];
+  lines.on('line', (l) => waiting.shift()?.(l));
+  const next = () => new Promise<string>((resolve) => waiting.push(resolve));
+  const { ports } = JSON.parse(await next()) as { ports: number[] };
+  return {
+    ports,
+    async count() {
+      const answer = next();
+      child.stdin.write('count\n');
+      return JSON.parse(await answer) as { received: number; maxConcurrent: number };
+    },
+    close: () => child.stdin.end(),
+  };
+}
+async function waitReceived(sinks: Sinks, total: number, timeoutMs = 600_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const { received } = await sinks.count();
+    if (received >= total) return;
+    if (Date.now() > end) throw new Error(`only ${received} of ${total} jobs arrived`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+/** Runs `fn(i)` for i < n with `c` at a time. */
+async function withClients(n: number, c: number, fn: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: c }, async () => {
+    while (next < n) await fn(next++);
+  }));
+}
+const timed = async (fn: () => Promise<void>) => {
+  const cpu = machineCpu();
+  const t0 = performance.now();
+  await fn();
+  const s = (performance.now() - t0) / 1000;
+  return { seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()) };
+};
+
+async function engine() {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'bench-print-'));
+  const sinks = await startSinks(PRINTERS);
+  const config = loadConfig({
+    env: {},
+    configDir: path.resolve('config'),
+    overrides: {
+      dataDir, role: 'worker', logLevel: 'warn',
+      database: { url: DB_URL, schema: tag, poolSize: 40 },
+      redis: { url: REDIS_URL, prefix: tag },
+      queues: { concurrency: { default: 4, print: 32 }, reconcileIntervalMs: 60_000 },
+    },
+  });
+  const log = createLogger(config.logLevel);
+  // the print-jobs area wires the engine once it exists; until then the bench adds its part
+  const areas: Area[] = AREAS.some((a) => a.name === 'print-jobs') ? [...AREAS] : [...AREAS, { name: 'print-dispatch', ...printDispatchParts }];
+  const rt = await startRuntime(config, { api: false, workers: true, areas }, log);
+  const s = rt.services;
+  const names = sinks.ports.map((_, i) => `bench printer ${i}`);
+  for (const [i, port] of sinks.ports.entries()) await s.db.query('INSERT INTO printers (name, connection) VALUES ($1, $2)', [names[i], `socket://127.0.0.1:${port}`]);
+  const submit = (n: number) => submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0 }, {
+    printer: names[n % PRINTERS]!, source: Readable.from([payload(n)]), mimeType: 'application/octet-stream',
+    name: `job ${n}`, priority: [10, 50, 90][n % 3], creator: 'bench',
+  });
+  try {
+    let submitted = 0;
+    const t0 = performance.now();
+    const e2e = await timed(async () => {
+      await withClients(JOBS, CLIENTS, submit);
+      submitted = (performance.now() - t0) / 1000;
+      await waitReceived(sinks, JOBS);
+    });
+    await s.db.query('UPDATE printers SET paused = true');
+    await withClients(JOBS, CLIENTS, (n) => submit(JOBS + n));
+    const drain = await timed(async () => {
+      await s.db.query('UPDATE printers SET paused = false');
+      await s.db.transaction(async (tx) => {
+        for (const p of names) await s.outbox.add(tx, 'print.dispatch', { printer: p });
+      });
+      await waitReceived(sinks, 2 * JOBS);
+    });
+    const { rows } = await s.db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM print_jobs GROUP BY status');
+    const overlaps = (await sinks.count()).maxConcurrent;
+    return { e2e: { ...e2e, submittedPerSecond: JOBS / submitted }, drain, statuses: Object.fromEntries(rows.map((r) => [r.status, r.n])), maxPerPrinter: overlaps };
+  } finally {
+    await rt.stop();
+    sinks.close();
+    const c = new pg.Client({ connectionString: DB_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
+    await c.end();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** What a bare worker does per job: connect, write, half-close, wait for the device to close. */
+function sendTo(port: number, bytes: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: '127.0.0.1', port }, () => sock.end(bytes));
+    sock.on('error', reject);
+    sock.resume();
+    sock.on('close', () => resolve());
+  });
+}
+
+async function bare() {
+  const prefix = `${tag}_bare`;
+  const sinks = await startSinks(PRINTERS);
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue('bare', { connection, prefix });
+  const opts = { removeOnComplete: true, attempts: 5 };
+  const processor = async (job: { data: { p: number; n: number } }) => sendTo(sinks.ports[job.data.p]!, payload(job.data.n));
+  try {
+    let worker = new Worker('bare', processor, { connection, prefix, concurrency: PRINTERS });
+    const e2e = await timed(async () => {
+      await withClients(JOBS, CLIENTS, (n) => queue.add('print', { p: n % PRINTERS, n }, opts));
+      await waitReceived(sinks, JOBS);
+    });
+    await worker.close();
+    worker = new Worker('bare', processor, { connection, prefix, concurrency: PRINTERS, autorun: false });
+    for (let i = 0; i < JOBS; i += 1000) {
+      await queue.addBulk(Array.from({ length: Math.min(1000, JOBS - i) }, (_, k) => ({ name: 'print', data: { p: (i + k) % PRINTERS, n: JOBS + i + k }, opts })));
+    }
+    const drain = await timed(async () => {
+      void worker.run();
+      await waitReceived(sinks, 2 * JOBS);
+    });
+    await worker.close();
+    return { e2e, drain, maxPerPrinter: (await sinks.count()).maxConcurrent };
+  } finally {
+    await queue.obliterate({ force: true }).catch(() => {});
+    await queue.close();
+    sinks.close();
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+const e = await engine();
+const b = await bare();
+printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'engine cores', 'bare cores'], [
+  ['end to end', fmt(e.e2e.perSecond, 0), fmt(b.e2e.perSecond, 0), fmt(e.e2e.perSecond / b.e2e.perSecond, 2), fmt(e.e2e.cores), fmt(b.e2e.cores)],
+  ['drain', fmt(e.drain.perSecond, 0), fmt(b.drain.perSecond, 0), fmt(e.drain.perSecond / b.drain.perSecond, 2), fmt(e.drain.cores), fmt(b.drain.cores)],
+]);
+console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, transaction, outbox)`);
+console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${b.maxPerPrinter})`);
+console.log(JSON.stringify({ bench: 'print-dispatch', jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
+process.exit(0);

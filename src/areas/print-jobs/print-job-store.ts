@@ -1,0 +1,204 @@
+import { AppError } from '../../errors/app-error.js';
+import type { ODataQuery } from '../../query/odata.js';
+import { toSql } from '../../query/to-sql.js';
+import { JOB_FIELDS } from './job-fields.js';
+import type { Sql } from '../../storage/driver/database.js';
+import { canJobMove, isFinalJobState, type JobState } from './job-states.js';
+import { logText, printLog, type PrintLogLevel } from './print-log.js';
+
+/** An intermediate file of a job (the flow's output, kept or dropped per tempfiles). */
+export interface JobStage {
+  stage: string;
+  sha256: string;
+  size: number;
+  mimeType: string;
+  created: string;
+}
+
+/** A row of print_jobs (migration 009 documents each column). */
+export interface PrintJobRow {
+  id: string;
+  status: JobState;
+  printer: string;
+  redirected_from: string | null;
+  creator: string | null;
+  owner: string | null;
+  name: string;
+  file_name: string | null;
+  mime_type: string;
+  size: string;
+  blob_sha256: string;
+  copies: number;
+  priority: number;
+  pages: number | null;
+  checkin: { type: string; source?: string | null };
+  task: { sid: string; tid: string; item?: string } | null;
+  flow: string | null;
+  stages: JobStage[];
+  keep_tempfiles: boolean;
+  retention_sec: number | null;
+  finished: Date | null;
+  message: string | null;
+  created: Date;
+  updated: Date;
+  seq: string;
+  attempts: number;
+  next_attempt_at: Date | null;
+  handoff_at: Date | null;
+}
+
+export interface NewJob {
+  status: JobState;
+  printer: string;
+  redirectedFrom: string | null;
+  creator: string | null;
+  owner: string | null;
+  name: string;
+  fileName: string | null;
+  mimeType: string;
+  size: number;
+  sha256: string;
+  copies: number;
+  priority: number;
+  checkin: { type: string; source?: string | null };
+  task: { sid: string; tid: string; item?: string } | null;
+  flow: string | null;
+  retentionSec: number | null;
+}
+
+export async function insertJob(sql: Sql, j: NewJob): Promise<PrintJobRow> {
+  const { rows } = await sql.query<PrintJobRow>(
+    `INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
+       copies, priority, checkin, task, flow, retention_sec)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *`,
+    [j.status, j.printer, j.redirectedFrom, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
+      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec],
+  );
+  return rows[0]!;
+}
+
+/** Ids are bigints; anything else names no job (404, never a SQL error). */
+export const parseJobId = (raw: string): number | undefined => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : undefined);
+
+export async function getJob(sql: Sql, id: number, lock = false): Promise<PrintJobRow | undefined> {
+  const { rows } = await sql.query<PrintJobRow>(`SELECT * FROM print_jobs WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id]);
+  return rows[0];
+}
+
+export interface TransitionOptions {
+  /** Text for the job log; a default names the change. */
+  log?: string;
+  level?: PrintLogLevel;
+  /** Shown with the job (the reason of an error). */
+  message?: string | null;
+  /** Further columns, set in the same statement. */
+  set?: { printer?: string; redirectedFrom?: string | null; requeue?: boolean; resetAttempts?: boolean };
+  /**
+   * The dispatch engine's columns, set in the same statement: `handoff`
+   * marks (`set`) or clears (`clear`) the hand-off, `attempt` counts a
+   * delivery attempt, `retryInMs` sets `next_attempt_at` that far ahead.
+   */
+  dispatch?: { handoff?: 'set' | 'clear'; attempt?: boolean; retryInMs?: number };
+}
+
+/**
+ * Moves a locked job to `to` if JOB_TRANSITIONS allows it (else 412
+ * INVALID_STATE), and logs the change in the same transaction. The one way a
+ * job's state changes (API operations and the dispatch engine).
+ * `set.requeue` gives the job a new place at the back of its queue.
+ */
+export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opts: TransitionOptions = {}): Promise<PrintJobRow> {
+  if (job.status !== to && !canJobMove(job.status, to)) {
+    throw new AppError('INVALID_STATE', `job ${job.id} is ${job.status}; it cannot become ${to}`, { id: Number(job.id), status: job.status, to });
+  }
+  const set = opts.set ?? {};
+  const { rows } = await tx.query<PrintJobRow>(
+    // the change and its log line in one statement (one round trip: the dispatch engine does this twice per job)
+    `WITH u AS (UPDATE print_jobs SET status = $2, updated = now(),
+       finished = CASE WHEN $3 THEN now() ELSE NULL END,
+       message = CASE WHEN $4::boolean THEN $5 ELSE message END,
+       printer = COALESCE($6, printer),
+       redirected_from = CASE WHEN $7::boolean THEN $8 ELSE redirected_from END,
+       seq = CASE WHEN $9 THEN nextval('print_jobs_seq') ELSE seq END,
+       attempts = CASE WHEN $10 THEN 0 WHEN $12 THEN attempts + 1 ELSE attempts END,
+       next_attempt_at = CASE WHEN $10 THEN NULL WHEN $13::bigint IS NOT NULL THEN now() + $13::bigint * interval '1 millisecond' ELSE next_attempt_at END,
+       -- a requeued job (repeat, resume, move) starts a new delivery
+       handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END
+     WHERE id = $1 RETURNING *),
+     l AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, $14, $15 FROM u)
+     SELECT * FROM u`,
+    [job.id, to, isFinalJobState(to), opts.message !== undefined, opts.message ?? null, set.printer ?? null,
+      set.redirectedFrom !== undefined, set.redirectedFrom ?? null, set.requeue ?? false, set.resetAttempts ?? false,
+      opts.dispatch?.handoff ?? null, opts.dispatch?.attempt ?? false, opts.dispatch?.retryInMs ?? null,
+      opts.level ?? (to === 'error' ? 'error' : 'info'), logText(opts.log ?? (job.status === to ? `job ${to}` : `${job.status} -> ${to}`))],
+  );
+  const row = rows[0]!;
+  return row;
+}
+
+/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`). */
+const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${col}`;
+
+/**
+ * The columns a listing presents, timestamps already as ISO text: 100 rows a
+ * page would otherwise be parsed into Dates and formatted back, the largest
+ * cost of a listing in the API process (bench/print-listing.ts). The
+ * list-equals-GET test (jobs-api.test.ts) holds the two forms equal.
+ */
+const LIST_COLUMNS = ['id', 'status', 'printer', 'redirected_from', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size',
+  'copies', 'priority', 'pages', 'checkin', 'task', 'flow', 'stages', 'keep_tempfiles', 'retention_sec', 'message', 'attempts',
+  isoSql('finished'), isoSql('created'), isoSql('updated'), isoSql('next_attempt_at')].join(', ');
+
+/** A listed job: a row whose timestamps are ISO text (see LIST_COLUMNS). */
+export type ListedJobRow = Omit<PrintJobRow, 'finished' | 'created' | 'updated' | 'next_attempt_at' | 'blob_sha256' | 'seq' | 'handoff_at'>
+  & { finished: string | null; created: string; updated: string; next_attempt_at: string | null };
+
+/**
+ * One page of an OData listing, limited to `scope` (the caller's identities as
+ * creator or owner) when given; `total` with `$inlinecount=allpages`.
+ */
+export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: ListedJobRow[]; total?: number }> {
+  const params: unknown[] = [];
+  const where: string[] = [];
+  if (scope) {
+    params.push(scope);
+    where.push('(creator = ANY($1::text[]) OR owner = ANY($1::text[]))');
+  }
+  const frag = toSql(q, JOB_FIELDS.map, params, 'id DESC');
+  where.push(...frag.where);
+  const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const countParams = [...params];
+  params.push(q.top, q.skip);
+  const { rows } = await sql.query<ListedJobRow>(
+    `SELECT ${LIST_COLUMNS} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
+  if (!q.inlineCount) return { rows };
+  const c = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM print_jobs ${cond}`, countParams);
+  return { rows, total: Number(c.rows[0]!.n) };
+}
+
+export async function deleteJob(sql: Sql, id: number): Promise<void> {
+  await sql.query('DELETE FROM print_jobs WHERE id = $1', [id]);
+}
+
+/** PUT tempfiles: keep the stage files, or drop them now when the job no longer needs them. */
+export async function setKeepTempfiles(sql: Sql, job: PrintJobRow, keep: boolean): Promise<PrintJobRow> {
+  const drop = !keep && isFinalJobState(job.status);
+  const { rows } = await sql.query<PrintJobRow>(
+    `UPDATE print_jobs SET keep_tempfiles = $2, stages = CASE WHEN $3 THEN '[]'::jsonb ELSE stages END, updated = now() WHERE id = $1 RETURNING *`,
+    [job.id, keep, drop]);
+  await printLog(sql, { jobId: job.id, printer: job.printer, text: keep ? 'temporary files kept' : drop ? 'temporary files dropped' : 'temporary files will be dropped when the job ends' });
+  return rows[0]!;
+}
+
+/** Housekeeping: jobs whose retention is over (final states from `finished`, paused from `updated`). */
+export async function deleteExpiredJobs(sql: Sql, defaults: Record<'processed' | 'canceled' | 'error' | 'paused', number>, limit = 1000): Promise<number> {
+  const { rowCount } = await sql.query(
+    `DELETE FROM print_jobs WHERE id IN (
+       SELECT id FROM print_jobs
+       WHERE (status IN ('processed', 'canceled', 'error') AND finished IS NOT NULL
+              AND finished + make_interval(secs => COALESCE(retention_sec, CASE status WHEN 'processed' THEN $1::int WHEN 'canceled' THEN $2::int ELSE $3::int END)) < now())
+          OR (status = 'paused' AND updated + make_interval(secs => COALESCE(retention_sec, $4::int)) < now())
+       LIMIT $5)`,
+    [defaults.processed, defaults.canceled, defaults.error, defaults.paused, limit]);
+  return rowCount;
+}

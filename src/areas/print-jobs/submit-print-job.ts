@@ -1,0 +1,87 @@
+import type { Readable } from 'node:stream';
+import type { BlobStore } from '../../blobs/blob-store.js';
+import { AppError } from '../../errors/app-error.js';
+import type { Outbox } from '../../outbox/outbox.js';
+import type { Database, Sql } from '../../storage/driver/database.js';
+import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
+import { initialJobState } from './job-states.js';
+import { insertJob, type PrintJobRow } from './print-job-store.js';
+import { printLog } from './print-log.js';
+
+export interface SubmitDeps {
+  db: Database;
+  blobs: BlobStore;
+  outbox: Outbox;
+  /** Largest document (bytes); 0 = unlimited. */
+  maxBytes: number;
+}
+
+export interface SubmitInput {
+  printer: string;
+  /** The document, streamed into the blob store (never held in memory). */
+  source: Readable;
+  mimeType: string;
+  name?: string;
+  fileName?: string | null;
+  copies?: number;
+  priority?: number;
+  /** A flow name; default: the printer's flow; null: none even if the printer has one. */
+  flow?: string | null;
+  checkin?: { type: 'api' | 'task' | 'hotfolder' | 'testpage'; source?: string | null };
+  task?: { sid: string; tid: string; item?: string } | null;
+  creator: string | null;
+  owner?: string | null;
+  retentionSec?: number | null;
+}
+
+/**
+ * The one way a print job enters the system (the `POST /v3/jobs/` extension,
+ * `createTestJob`, the print connector). Checks the printer and the flow
+ * first (404 before a byte is read), streams the document into the blob
+ * store, then in one transaction (the caller's `tx` when given) inserts the job
+ * on the end of the printer's redirect chain in `waitpreprocessing` (a flow
+ * to run) or `waitprocessing`, logs it, and adds the outbox entry
+ * `print.dispatch { printer }` that wakes the engine for that printer.
+ * A blob left behind by a failed transaction is collected by housekeeping.
+ */
+export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: Sql): Promise<PrintJobRow> {
+  const check = tx ?? deps.db;
+  const printer = await getPrinter(check, input.printer);
+  if (!printer) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
+  const flow = input.flow === undefined ? printer.flow : input.flow;
+  if (flow && !(await flowExists(check, flow))) throw new AppError('FLOW_NOT_FOUND', `no flow named "${flow}"`, { flow });
+  const blob = await deps.blobs.put(input.source, deps.maxBytes);
+  const run = async (t: Sql): Promise<PrintJobRow> => {
+    // the printer may have been deleted or redirected while the document streamed in
+    if (!(await getPrinter(t, input.printer, 'share'))) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
+    const target = await resolveRedirect(t, input.printer);
+    const job = await insertJob(t, {
+      status: initialJobState(flow),
+      printer: target,
+      redirectedFrom: target === input.printer ? null : input.printer,
+      creator: input.creator,
+      owner: input.owner ?? null,
+      name: input.name ?? input.fileName ?? 'document',
+      fileName: input.fileName ?? null,
+      mimeType: input.mimeType,
+      size: blob.size,
+      sha256: blob.sha256,
+      copies: input.copies ?? 1,
+      priority: input.priority ?? 50,
+      checkin: input.checkin ?? { type: 'api' },
+      task: input.task ?? null,
+      flow: flow ?? null,
+      retentionSec: input.retentionSec ?? null,
+    });
+    const via = job.redirected_from ? ` (sent to "${job.redirected_from}", redirected)` : '';
+    await printLog(t, { jobId: job.id, printer: target, text: `submitted by ${input.creator ?? 'system'} (${input.checkin?.type ?? 'api'}), ${blob.size} bytes${via} -> ${job.status}` });
+    await deps.outbox.add(t, 'print.dispatch', { printer: target });
+    return job;
+  };
+  return tx ? run(tx) : deps.db.transaction(run);
+}
+
+async function flowExists(sql: Sql, name: string): Promise<boolean> {
+  const { rows } = await sql.query('SELECT 1 FROM print_flows WHERE name = $1', [name]);
+  return rows.length > 0;
+}

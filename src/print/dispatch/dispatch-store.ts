@@ -1,0 +1,196 @@
+import { transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
+import { printLog } from '../../areas/print-jobs/print-log.js';
+import { resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
+import type { Outbox } from '../../outbox/outbox.js';
+import type { Sql } from '../../storage/driver/database.js';
+
+/**
+ * The dispatch engine's SQL. Every step that looks at or changes what is in
+ * flight runs under the printer's dispatch lock, so two runs for one printer
+ * (a duplicate after a lost BullMQ lock) take turns and never both put a job
+ * in flight; a job in flight is a job in `preprocessing` or `processing`.
+ */
+
+/**
+ * The printer's dispatch lock: a transaction-scoped advisory lock keyed by
+ * the printer's name, not its row lock, so submissions (which share-lock the
+ * printer row) never queue behind a dispatch step or the other way round.
+ * Two names with the same hash only take turns.
+ */
+export async function lockPrinterDispatch(tx: Sql, printer: string): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))`, [printer]);
+}
+/** The first key of the two-key advisory lock: the dispatch engine's own class. */
+const DISPATCH_LOCK_CLASS = 7209;
+
+/** States a job waits in for the engine. */
+const WAITING_STATES = ['waitpreprocessing', 'waitprocessing', 'postponed'] as const;
+const WAITING = `(${WAITING_STATES.map((st) => `'${st}'`).join(', ')})`;
+
+/** What the engine should do next for a printer. */
+export type NextStep =
+  | { kind: 'idle'; why: string }
+  | { kind: 'wait'; delayMs: number; job: PrintJobRow }
+  | { kind: 'preprocess'; job: PrintJobRow; printer: PrinterRow }
+  | { kind: 'deliver'; job: PrintJobRow; printer: PrinterRow };
+
+/**
+ * Jobs of the printer left in flight by a run that died: `processing` with
+ * the hand-off marked becomes `error` ("delivery uncertain": the bytes may
+ * have reached the device, so it is never sent again on its own);
+ * `processing` without a mark and `preprocessing` go back to waiting.
+ * Only call it for a printer whose dispatch job is the caller.
+ */
+export async function recoverInFlight(tx: Sql, printer: string): Promise<number> {
+  const { rows } = await tx.query<PrintJobRow>(
+    `SELECT * FROM print_jobs WHERE printer = $1 AND status IN ('preprocessing', 'processing') FOR UPDATE`, [printer]);
+  for (const job of rows) {
+    if (job.status === 'processing' && job.handoff_at) {
+      await transitionJob(tx, job, 'error', {
+        message: 'delivery uncertain',
+        log: `delivery uncertain: handed to the device at ${job.handoff_at.toISOString()} without an acknowledgement (the worker stopped); not sent again, repeat the job to print it`,
+        level: 'error',
+        dispatch: { handoff: 'clear' },
+      });
+    } else {
+      await transitionJob(tx, job, job.status === 'processing' ? 'waitprocessing' : 'waitpreprocessing', {
+        log: `${job.status} interrupted before the hand-off (the worker stopped); queued again`, level: 'warning',
+      });
+    }
+  }
+  return rows.length;
+}
+
+/**
+ * Takes the printer's next job (priority desc, then submission order) and
+ * puts it in flight: into `preprocessing` when its flow has not run, else
+ * into `processing` with the hand-off marked, committed by the caller before
+ * the first byte goes out. A paused or disabled printer holds its queue; a
+ * redirected one hands its waiting jobs on; a postponed head job not yet due
+ * makes the printer wait.
+ */
+export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<NextStep> {
+  // the dispatch lock and the printer in one statement (its flags may be a moment old; the jobs are read after the lock)
+  const { rows: found } = await tx.query<PrinterRow>(
+    `SELECT p.* FROM printers p, LATERAL (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) l WHERE p.name = $1`, [name]);
+  const printer = found[0];
+  if (!printer) return { kind: 'idle', why: 'no such printer' };
+  if (printer.redirect) {
+    const moved = await redirectWaiting(tx, outbox, printer);
+    return { kind: 'idle', why: `redirected to "${printer.redirect}" (${moved} waiting jobs moved)` };
+  }
+  if (!printer.enabled) return { kind: 'idle', why: 'disabled' };
+  if (printer.paused) return { kind: 'idle', why: 'paused' };
+  // the head of each waiting state straight from the (printer, status, priority DESC, seq) index, then
+  // the best of the three: no sort of the whole queue, however long it is
+  const head1 = (status: string) => `(SELECT id, priority, seq FROM print_jobs WHERE printer = $1 AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
+  const { rows } = await tx.query<PrintJobRow & { due_in_ms: number }>(
+    `SELECT *, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000))::int AS due_in_ms
+       FROM print_jobs WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
+        AND status IN ${WAITING} FOR UPDATE`, [name]);
+  const head = rows[0];
+  if (!head) return { kind: 'idle', why: 'no waiting jobs' };
+  if (head.status === 'postponed' && head.next_attempt_at && head.due_in_ms > 0) return { kind: 'wait', delayMs: head.due_in_ms, job: head };
+  const needsFlow = head.flow !== null && !head.stages.some((st) => st.stage === 'preprocessed');
+  if (needsFlow) {
+    const job = await transitionJob(tx, head, 'preprocessing', { log: `${head.status} -> preprocessing (flow "${head.flow}")` });
+    return { kind: 'preprocess', job, printer };
+  }
+  const job = await transitionJob(tx, head, 'processing', {
+    log: `${head.status} -> processing: handed to ${printer.connection}${head.attempts > 0 ? ` (attempt ${head.attempts + 1})` : ''}`,
+    dispatch: { handoff: 'set', attempt: true },
+  });
+  return { kind: 'deliver', job, printer };
+}
+
+/** Moves a redirected printer's waiting jobs to the end of its redirect chain, in their order, and wakes that printer. */
+async function redirectWaiting(tx: Sql, outbox: Outbox, printer: PrinterRow): Promise<number> {
+  const target = await resolveRedirect(tx, printer.name);
+  if (target === printer.name) return 0;
+  const { rows } = await tx.query<PrintJobRow>(
+    `SELECT * FROM print_jobs WHERE printer = $1 AND status IN ${WAITING} ORDER BY priority DESC, seq FOR UPDATE`, [printer.name]);
+  for (const job of rows) {
+    await transitionJob(tx, job, job.status === 'postponed' ? 'waitprocessing' : job.status, {
+      log: `redirected from "${printer.name}" to "${target}"`,
+      set: { printer: target, redirectedFrom: job.redirected_from ?? printer.name, requeue: true, resetAttempts: true },
+    });
+  }
+  if (rows.length > 0) await outbox.add(tx, 'print.dispatch', { printer: target });
+  return rows.length;
+}
+
+/**
+ * Makes the current transaction's commit asynchronous (no wait for the WAL
+ * flush). Used for outcomes only: an outcome lost in a database crash leaves
+ * the job in flight with its hand-off mark, which the next run turns into
+ * "delivery uncertain": never a second delivery. The hand-off itself is
+ * always committed synchronously.
+ */
+export async function relaxCommit(tx: Sql): Promise<void> {
+  await tx.query('SET LOCAL synchronous_commit = off');
+}
+
+/** Locks a job that this run put in flight; undefined when an operator or a recovery changed it meanwhile. */
+export async function lockInFlight(tx: Sql, job: PrintJobRow): Promise<PrintJobRow | undefined> {
+  const { rows } = await tx.query<PrintJobRow>('SELECT * FROM print_jobs WHERE id = $1 FOR UPDATE', [job.id]);
+  const now = rows[0];
+  if (!now || now.status !== job.status || now.seq !== job.seq) return undefined;
+  if (job.status === 'processing' && now.handoff_at?.getTime() !== job.handoff_at?.getTime()) return undefined;
+  return now;
+}
+
+export async function setStages(tx: Sql, jobId: string, stages: JobStage[], pages: number | null): Promise<void> {
+  await tx.query('UPDATE print_jobs SET stages = $2, pages = COALESCE($3, pages) WHERE id = $1', [jobId, JSON.stringify(stages), pages]);
+}
+
+/** The printer's runtime after a delivery: when it last printed, or the device error it reported (cleared on success). */
+export async function recordDevice(tx: Sql, printer: string, outcome: { printed: true } | { error: string }): Promise<void> {
+  if ('printed' in outcome) {
+    // at most once a second per printer: a busy printer's row is not rewritten for every job
+    await tx.query(`UPDATE printers SET last_printed = now(), error = NULL
+      WHERE name = $1 AND (last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL)`, [printer]);
+  } else {
+    await tx.query(`UPDATE printers SET error = jsonb_build_object('message', $2::text, 'at', now()) WHERE name = $1`, [printer, outcome.error.slice(0, 1000)]);
+    await printLog(tx, { printer, level: 'warning', text: outcome.error });
+  }
+}
+
+export async function flowSteps(sql: Sql, name: string): Promise<unknown[] | undefined> {
+  const { rows } = await sql.query<{ steps: unknown[] }>('SELECT steps FROM print_flows WHERE name = $1', [name]);
+  return rows[0]?.steps;
+}
+
+/**
+ * Printers the database says have dispatch work (the reconciler's source):
+ * waiting jobs ready now or jobs left in flight, on a printer that is not
+ * held (or is redirected, so its jobs move on).
+ */
+export async function printersWithWork(sql: Sql, limit: number): Promise<string[]> {
+  const { rows } = await sql.query<{ printer: string }>(
+    `SELECT DISTINCT j.printer FROM print_jobs j JOIN printers p ON p.name = j.printer
+      WHERE (j.status IN ('waitpreprocessing', 'waitprocessing', 'preprocessing', 'processing')
+             OR (j.status = 'postponed' AND j.next_attempt_at <= now()))
+        AND (p.redirect IS NOT NULL OR (p.enabled AND NOT p.paused))
+      LIMIT $1`, [limit]);
+  return rows.map((r) => r.printer);
+}
+
+/** The job blocking a printer's queue (in flight, else the head), for `abandon`. */
+export async function blockingJob(tx: Sql, printer: string): Promise<PrintJobRow | undefined> {
+  const { rows } = await tx.query<PrintJobRow>(
+    `SELECT * FROM print_jobs WHERE printer = $1 AND status IN ('preprocessing', 'processing', 'waitpreprocessing', 'waitprocessing', 'postponed')
+      ORDER BY status IN ('preprocessing', 'processing') DESC, priority DESC, seq LIMIT 1 FOR UPDATE`, [printer]);
+  return rows[0];
+}
+
+/** Whether a printer has waiting work ready now (the tail check after a run found its queue empty). */
+export async function hasReadyWork(sql: Sql, printer: string): Promise<boolean> {
+  return (await printersWithWorkFor(sql, printer)) > 0;
+}
+async function printersWithWorkFor(sql: Sql, printer: string): Promise<number> {
+  const { rows } = await sql.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM print_jobs j JOIN printers p ON p.name = j.printer
+      WHERE j.printer = $1 AND (j.status IN ('waitpreprocessing', 'waitprocessing') OR (j.status = 'postponed' AND j.next_attempt_at <= now()))
+        AND (p.redirect IS NOT NULL OR (p.enabled AND NOT p.paused)) LIMIT 1) x`, [printer]);
+  return rows[0]!.n;
+}

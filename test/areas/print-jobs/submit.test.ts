@@ -1,0 +1,55 @@
+import { Readable } from 'node:stream';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BlobStore } from '../../../src/blobs/blob-store.js';
+import { createOutbox } from '../../../src/outbox/outbox.js';
+import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
+import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
+import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
+
+describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
+  let t: TestDatabase;
+  let dir: string;
+  let deps: Parameters<typeof submitPrintJob>[0];
+  beforeAll(async () => {
+    t = await open();
+    dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-submit-'));
+    const blobs = new BlobStore(dir);
+    await blobs.init();
+    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000 };
+    await t.db.query(`INSERT INTO printers (name, connection) VALUES ('p 1', 'file:///tmp/x'), ('p2', 'file:///tmp/y')`);
+    await t.db.query(`INSERT INTO print_flows (name, steps) VALUES ('f', '[]')`);
+  });
+  afterAll(async () => {
+    await t.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('stores the document, inserts the job waiting and adds print.dispatch in one transaction', async () => {
+    const job = await submitPrintJob(deps, { printer: 'p 1', source: Readable.from([Buffer.from('%PDF-1.4 hi')]), mimeType: 'application/pdf', creator: 'alice', name: 'a' });
+    expect(job.status).toBe('waitprocessing');
+    expect(Number(job.size)).toBe(11);
+    expect(await deps.blobs.has(job.blob_sha256)).toBe(true);
+    const { rows } = await t.db.query<{ name: string; data: { printer: string } }>(`SELECT name, data FROM outbox`);
+    expect(rows).toEqual([{ name: 'print.dispatch', data: { printer: 'p 1' } }]);
+    expect((await jobLog(t.db, Number(job.id))).map((l) => l.text)[0]).toMatch(/submitted by alice/);
+  });
+
+  it('starts in waitpreprocessing with a flow and follows redirects', async () => {
+    await t.db.query(`UPDATE printers SET redirect = 'p2' WHERE name = 'p 1'`);
+    const job = await submitPrintJob(deps, { printer: 'p 1', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'bob', flow: 'f' });
+    expect(job.status).toBe('waitpreprocessing');
+    expect(job.printer).toBe('p2');
+    expect(job.redirected_from).toBe('p 1');
+  });
+
+  it('refuses an unknown printer or flow, and an oversized document, storing nothing', async () => {
+    const before = (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM print_jobs')).rows[0]!.n;
+    await expect(submitPrintJob(deps, { printer: 'nope', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'a' })).rejects.toMatchObject({ code: 'PRINTER_NOT_FOUND' });
+    await expect(submitPrintJob(deps, { printer: 'p2', flow: 'nope', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'a' })).rejects.toMatchObject({ code: 'FLOW_NOT_FOUND' });
+    await expect(submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.alloc(2000)]), mimeType: 'text/plain', creator: 'a' })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect((await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM print_jobs')).rows[0]!.n).toBe(before);
+  });
+});

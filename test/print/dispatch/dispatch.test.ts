@@ -1,0 +1,182 @@
+import { PDFDocument } from 'pdf-lib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reconcile } from '../../../src/worker/reconciler.js';
+import { abandonDispatch } from '../../../src/print/dispatch/index.js';
+import { AREAS } from '../../../src/areas/index.js';
+import { dropQueues, eventually, type TestRuntime } from '../../helpers/runtime.js';
+import { TcpSink } from '../../helpers/tcp-sink.js';
+import { addPrinter, jobs, logText, setPrinter, startDispatchRuntime, submit, until, wake } from './harness.js';
+
+let rt: TestRuntime;
+const sinks: TcpSink[] = [];
+const sink = async (opts?: ConstructorParameters<typeof TcpSink>[0]) => {
+  const s = await TcpSink.start(opts);
+  sinks.push(s);
+  return s;
+};
+beforeAll(async () => {
+  rt = await startDispatchRuntime();
+});
+afterAll(async () => {
+  await rt?.close();
+  for (const s of sinks) await s.close();
+});
+
+describe('dispatch engine', () => {
+  it('20 printers, 500 jobs of mixed priorities: each sink gets its jobs in priority then FIFO order, once, never two at once', async () => {
+    const printers = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+      const s = await sink();
+      const name = `bulk ${i} / ünïcode's`;
+      // held while the jobs go in, so the order is decided by priority and submission alone
+      await addPrinter(rt, name, s.connection, { paused: true });
+      return { name, sink: s };
+    }));
+    const expected = new Map<string, { body: string; priority: number; n: number }[]>();
+    const ids: string[] = [];
+    const PRIORITIES = [10, 50, 50, 90, 0, 100];
+    for (let n = 0; n < 500; n++) {
+      const p = printers[(n * 7) % 20]!;
+      const priority = PRIORITIES[(n * 13) % PRIORITIES.length]!;
+      const body = `job ${n} for ${p.name} at priority ${priority}\n`;
+      ids.push((await submit(rt, p.name, body, { priority })).id);
+      (expected.get(p.name) ?? expected.set(p.name, []).get(p.name)!).push({ body, priority, n });
+    }
+    for (const p of printers) {
+      await setPrinter(rt, p.name, { paused: false });
+      await wake(rt, p.name);
+    }
+    const done = await until(rt, ids, ['processed'], 60_000);
+    expect(done.every((j) => j.handoff_at === null && j.attempts === 1)).toBe(true);
+    for (const p of printers) {
+      const want = expected.get(p.name)!.slice().sort((a, b) => b.priority - a.priority || a.n - b.n).map((e) => e.body);
+      await eventually(async () => (p.sink.jobs().length >= want.length ? true : undefined), 5000);
+      expect(p.sink.received().map(String), p.name).toEqual(want);
+      expect(p.sink.maxConcurrent(), p.name).toBe(1);
+    }
+    const { rows } = await rt.services.db.query<{ name: string; last_printed: Date | null; error: unknown }>('SELECT name, last_printed, error FROM printers WHERE name LIKE $1', ['bulk %']);
+    expect(rows.every((r) => r.last_printed !== null && r.error === null)).toBe(true);
+  });
+
+  it('a printer that is down: its jobs are postponed, then printed in order, each once, when it comes up', async () => {
+    const s = await sink();
+    await s.down();
+    await addPrinter(rt, 'flaky', s.connection);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await submit(rt, 'flaky', `flaky ${i}\n`)).id);
+    const head = await eventually(async () => {
+      const [first] = await jobs(rt, [ids[0]!]);
+      return first!.status === 'postponed' && first!.attempts >= 2 ? first : undefined;
+    }, 20_000, 50);
+    expect(head.message).toMatch(/ECONNREFUSED/);
+    expect(head.next_attempt_at).not.toBeNull();
+    // the others wait behind it: nothing overtakes the postponed head
+    expect((await jobs(rt, ids.slice(1))).map((j) => j.status)).toEqual(Array(4).fill('waitprocessing'));
+    expect(await logText(rt, ids[0]!)).toMatch(/postponed, nothing delivered: .*ECONNREFUSED.*next try in/);
+    const { rows } = await rt.services.db.query<{ error: { message: string } | null }>('SELECT error FROM printers WHERE name = $1', ['flaky']);
+    expect(rows[0]!.error?.message).toMatch(/ECONNREFUSED/);
+    await s.up();
+    await until(rt, ids, ['processed'], 20_000);
+    expect(s.received().map(String)).toEqual([0, 1, 2, 3, 4].map((i) => `flaky ${i}\n`));
+    expect(s.maxConcurrent()).toBe(1);
+    const after = await rt.services.db.query<{ error: unknown }>('SELECT error FROM printers WHERE name = $1', ['flaky']);
+    expect(after.rows[0]!.error).toBeNull();
+  });
+
+  it('a paused printer holds its queue; resume releases it', async () => {
+    const s = await sink();
+    await addPrinter(rt, 'held', s.connection, { paused: true });
+    const ids = [(await submit(rt, 'held', 'a')).id, (await submit(rt, 'held', 'b')).id];
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(s.connections).toHaveLength(0);
+    expect((await jobs(rt, ids)).map((j) => j.status)).toEqual(['waitprocessing', 'waitprocessing']);
+    await setPrinter(rt, 'held', { paused: false });
+    await wake(rt, 'held');
+    await until(rt, ids, ['processed']);
+    expect(s.received().map(String)).toEqual(['a', 'b']);
+  });
+
+  it('a redirect moves the waiting jobs to the target, in order; new jobs follow it', async () => {
+    const from = await sink();
+    const to = await sink();
+    await addPrinter(rt, 'old', from.connection, { paused: true });
+    await addPrinter(rt, 'new', to.connection);
+    const ids = [(await submit(rt, 'old', 'r1')).id, (await submit(rt, 'old', 'r2', { priority: 90 })).id];
+    await setPrinter(rt, 'old', { redirect: 'new' });
+    await wake(rt, 'old');
+    await until(rt, ids, ['processed']);
+    ids.push((await submit(rt, 'old', 'r3')).id);
+    const done = await until(rt, ids, ['processed']);
+    expect(done.map((j) => [j.printer, j.redirected_from])).toEqual([['new', 'old'], ['new', 'old'], ['new', 'old']]);
+    expect(to.received().map(String)).toEqual(['r2', 'r1', 'r3']);
+    expect(from.connections).toHaveLength(0);
+    expect(await logText(rt, ids[0]!)).toMatch(/redirected from "old" to "new"/);
+  });
+
+  it('permanent failures end in error with the reason in the log; the queue goes on', async () => {
+    const reset = await sink();
+    await addPrinter(rt, 'nowhere', 'socket://nonexistent.invalid:9100');
+    await addPrinter(rt, 'ipp-later', 'ipp://printer.example/ipp/print');
+    const a = await submit(rt, 'nowhere', 'x');
+    const b = await submit(rt, 'ipp-later', 'y');
+    const [ja, jb] = await until(rt, [a.id, b.id], ['error']);
+    expect(ja!.message).toMatch(/ENOTFOUND/);
+    expect(await logText(rt, a.id)).toMatch(/refused: .*ENOTFOUND/);
+    expect(jb!.message).toMatch(/no print backend for ipp:\/\//);
+    // the next job of a printer runs after one ended in error
+    await setPrinter(rt, 'nowhere', { connection: reset.connection });
+    const c = await submit(rt, 'nowhere', 'z');
+    await until(rt, [c.id], ['processed']);
+    expect(reset.received().map(String)).toEqual(['z']);
+  });
+
+  it('a flow runs in preprocessing; the printer gets its output; stages are dropped unless kept', async () => {
+    const s = await sink();
+    const doc = await PDFDocument.create();
+    for (let i = 0; i < 4; i++) doc.addPage([300, 400]);
+    const pdf = Buffer.from(await doc.save());
+    await rt.services.db.query(`INSERT INTO print_flows (name, steps) VALUES ('first-two', $1)`, [JSON.stringify([{ use: 'pageRange', with: { pages: '1-2' } }, { use: 'stampText', with: { text: 'COPY' } }])]);
+    await addPrinter(rt, 'flowed', s.connection, { flow: 'first-two' });
+    const job = await submit(rt, 'flowed', pdf, { mimeType: 'application/pdf' });
+    expect(job.status).toBe('waitpreprocessing');
+    const kept = await submit(rt, 'flowed', pdf, { mimeType: 'application/pdf' });
+    await rt.services.db.query('UPDATE print_jobs SET keep_tempfiles = true WHERE id = $1', [kept.id]);
+    const [j1, j2] = await until(rt, [job.id, kept.id], ['processed']);
+    expect(j1!.pages).toBe(2);
+    expect(j1!.stages).toEqual([]);
+    expect(j2!.stages.map((st) => st.stage)).toEqual(['step-0-pageRange', 'preprocessed']);
+    const printed = await PDFDocument.load(s.received()[0]!);
+    expect(printed.getPageCount()).toBe(2);
+    expect(await logText(rt, job.id)).toMatch(/waitpreprocessing -> preprocessing[\s\S]*preprocessed with flow "first-two" \(2 pages\)[\s\S]*delivered/);
+    const bad = await submit(rt, 'flowed', 'not a pdf');
+    const [jb] = await until(rt, [bad.id], ['error']);
+    expect(jb!.message).toMatch(/flow step 0 \(pageRange\) failed/);
+  });
+
+  it('the reconciler re-creates dispatch work from PostgreSQL after Redis lost it', async () => {
+    const s = await sink();
+    await addPrinter(rt, 'forgotten', s.connection, { paused: true });
+    const ids = [(await submit(rt, 'forgotten', 'f1')).id, (await submit(rt, 'forgotten', 'f2')).id];
+    // the relay has passed the wake-ups to Redis; now Redis forgets everything
+    await new Promise((r) => setTimeout(r, 300));
+    await dropQueues(rt.prefix);
+    await setPrinter(rt, 'forgotten', { paused: false });
+    const counts = await reconcile(rt.services, AREAS);
+    expect(counts['print-jobs']?.enqueued).toBeGreaterThanOrEqual(1);
+    await until(rt, ids, ['processed']);
+    expect(s.received().map(String)).toEqual(['f1', 'f2']);
+  });
+
+  it('abandon (the reconciler gave up on a printer\'s dispatch): the job blocking its queue ends in error, the rest wait', async () => {
+    const s = await sink();
+    await addPrinter(rt, 'given-up', s.connection, { paused: true });
+    const ids = [(await submit(rt, 'given-up', 'g1')).id, (await submit(rt, 'given-up', 'g2')).id];
+    // as a killed worker leaves it: handed off, no outcome
+    await rt.services.db.query(`UPDATE print_jobs SET status = 'processing', handoff_at = now() WHERE id = $1`, [ids[0]]);
+    await abandonDispatch(rt.services, { name: 'print.dispatch', data: { printer: 'given-up' } }, 're-created 4 times');
+    const [first, second] = await jobs(rt, ids);
+    expect(first).toMatchObject({ status: 'error', handoff_at: null });
+    expect(first!.message).toMatch(/^delivery uncertain: dispatch abandoned \(re-created 4 times\)/);
+    expect(second!.status).toBe('waitprocessing');
+    expect(s.connections).toHaveLength(0);
+  });
+});
