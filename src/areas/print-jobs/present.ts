@@ -1,9 +1,10 @@
 import type { AppConfig } from '../../config/schema.js';
 import { isFinalJobState } from './job-states.js';
-import type { PrintJobRow } from './print-job-store.js';
+import type { ListedJobRow, PrintJobRow } from './print-job-store.js';
 import type { PrintLogRow } from './print-log.js';
 
-const iso = (d: Date | string | null) => (d === null ? null : d instanceof Date ? d.toISOString() : new Date(d).toISOString());
+/** Dates as ISO text; listings already bring the text (LIST_COLUMNS in print-job-store.ts). */
+const iso = (d: Date | string | null) => (d === null ? null : typeof d === 'string' ? d : d.toISOString());
 
 export type Retention = AppConfig['print']['retention'];
 
@@ -14,7 +15,7 @@ export function retentionOf(row: Pick<PrintJobRow, 'status' | 'retention_sec'>, 
 }
 
 /** A job as the API shows it (DESIGN.md section 7). */
-export function presentJob(row: PrintJobRow, defaults: Retention) {
+export function presentJob(row: PrintJobRow | ListedJobRow, defaults: Retention) {
   const keepSec = retentionOf(row, defaults);
   const since = isFinalJobState(row.status) ? row.finished : row.status === 'paused' ? row.updated : null;
   return {
@@ -43,7 +44,7 @@ export function presentJob(row: PrintJobRow, defaults: Retention) {
     retention: {
       seconds: keepSec,
       custom: row.retention_sec !== null,
-      deleteAfter: keepSec !== null && since ? new Date(new Date(since).getTime() + keepSec * 1000).toISOString() : null,
+      deleteAfter: keepSec !== null && since ? new Date((typeof since === 'string' ? Date.parse(since) : since.getTime()) + keepSec * 1000).toISOString() : null,
     },
     attempts: row.attempts,
     nextAttempt: iso(row.next_attempt_at),

@@ -136,11 +136,28 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
   return row;
 }
 
+/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`). */
+const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${col}`;
+
+/**
+ * The columns a listing presents, timestamps already as ISO text: 100 rows a
+ * page would otherwise be parsed into Dates and formatted back, the largest
+ * cost of a listing in the API process (bench/print-listing.ts). The
+ * list-equals-GET test (jobs-api.test.ts) holds the two forms equal.
+ */
+const LIST_COLUMNS = ['id', 'status', 'printer', 'redirected_from', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size',
+  'copies', 'priority', 'pages', 'checkin', 'task', 'flow', 'stages', 'keep_tempfiles', 'retention_sec', 'message', 'attempts',
+  isoSql('finished'), isoSql('created'), isoSql('updated'), isoSql('next_attempt_at')].join(', ');
+
+/** A listed job: a row whose timestamps are ISO text (see LIST_COLUMNS). */
+export type ListedJobRow = Omit<PrintJobRow, 'finished' | 'created' | 'updated' | 'next_attempt_at' | 'blob_sha256' | 'seq' | 'handoff_at'>
+  & { finished: string | null; created: string; updated: string; next_attempt_at: string | null };
+
 /**
  * One page of an OData listing, limited to `scope` (the caller's identities as
  * creator or owner) when given; `total` with `$inlinecount=allpages`.
  */
-export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: PrintJobRow[]; total?: number }> {
+export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: ListedJobRow[]; total?: number }> {
   const params: unknown[] = [];
   const where: string[] = [];
   if (scope) {
@@ -152,8 +169,8 @@ export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefi
   const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
   const countParams = [...params];
   params.push(q.top, q.skip);
-  const { rows } = await sql.query<PrintJobRow>(
-    `SELECT * FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
+  const { rows } = await sql.query<ListedJobRow>(
+    `SELECT ${LIST_COLUMNS} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
   if (!q.inlineCount) return { rows };
   const c = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM print_jobs ${cond}`, countParams);
   return { rows, total: Number(c.rows[0]!.n) };
@@ -179,8 +196,8 @@ export async function deleteExpiredJobs(sql: Sql, defaults: Record<'processed' |
     `DELETE FROM print_jobs WHERE id IN (
        SELECT id FROM print_jobs
        WHERE (status IN ('processed', 'canceled', 'error') AND finished IS NOT NULL
-              AND finished + make_interval(secs => COALESCE(retention_sec, CASE status WHEN 'processed' THEN $1 WHEN 'canceled' THEN $2 ELSE $3 END)) < now())
-          OR (status = 'paused' AND updated + make_interval(secs => COALESCE(retention_sec, $4)) < now())
+              AND finished + make_interval(secs => COALESCE(retention_sec, CASE status WHEN 'processed' THEN $1::int WHEN 'canceled' THEN $2::int ELSE $3::int END)) < now())
+          OR (status = 'paused' AND updated + make_interval(secs => COALESCE(retention_sec, $4::int)) < now())
        LIMIT $5)`,
     [defaults.processed, defaults.canceled, defaults.error, defaults.paused, limit]);
   return rowCount;

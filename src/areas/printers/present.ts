@@ -1,7 +1,7 @@
 import { runtimeStatus } from './printer-states.js';
 import type { PrinterWithRuntime } from './printer-store.js';
 
-const iso = (d: Date | string | null) => (d === null ? null : d instanceof Date ? d.toISOString() : new Date(d).toISOString());
+const iso = (d: Date | string | null) => (d === null ? null : typeof d === 'string' ? d : d.toISOString());
 
 export function presentRuntime(p: PrinterWithRuntime) {
   return {

@@ -201,3 +201,24 @@ describe('job routes', () => {
     expect(res.body.query.parameters).toEqual(['$filter', '$orderby', '$top', '$skip', '$select', '$inlinecount']);
   });
 });
+
+describe('housekeeping by retention', () => {
+  it('deletes finished jobs after their state default or their own retention, paused ones from the pause', async () => {
+    const { printJobsArea } = await import('../../../src/areas/print-jobs/index.js');
+    const mk = async (status: string, ageSec: number, retention?: string) => {
+      const { body } = await submit(alice, 'p3', 'doc', retention ? { retention } : {});
+      await sql(`UPDATE print_jobs SET status = $2, finished = CASE WHEN $2 IN ('processed', 'canceled', 'error') THEN now() - make_interval(secs => $3) END,
+        updated = now() - make_interval(secs => $3) WHERE id = $1`, [body.id, status, ageSec]);
+      return body.id as number;
+    };
+    const day = 86_400;
+    const gone = [await mk('processed', day + 60), await mk('canceled', day + 60), await mk('error', 3 * day + 60), await mk('paused', 3 * day + 60), await mk('processed', 120, '60')];
+    const kept = [await mk('processed', day - 60), await mk('error', 2 * day), await mk('paused', day), await mk('processed', day + 60, '999999'), await mk('waitprocessing', 10 * day)];
+    const result = await printJobsArea.housekeeping!(rt.services);
+    expect(result.expiredPrintJobs).toBeGreaterThanOrEqual(gone.length);
+    for (const id of gone) expect(await jobRow(id)).toBeUndefined();
+    for (const id of kept) expect(await jobRow(id)).toBeDefined();
+    const shown = await alice.get(`/v3/jobs/${kept[3]}`);
+    expect(shown.body.retention).toMatchObject({ seconds: 999999, custom: true });
+  });
+});
