@@ -5,7 +5,7 @@ import { abandonDispatch } from '../../../src/print/dispatch/index.js';
 import { AREAS } from '../../../src/areas/index.js';
 import { dropQueues, eventually, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
-import { addPrinter, jobs, logText, setPrinter, startDispatchRuntime, submit, until, wake } from './harness.js';
+import { addPrinter, jobs, settled, logText, setPrinter, startDispatchRuntime, submit, until, wake } from './harness.js';
 
 let rt: TestRuntime;
 const sinks: TcpSink[] = [];
@@ -156,8 +156,8 @@ describe('dispatch engine', () => {
     const s = await sink();
     await addPrinter(rt, 'forgotten', s.connection, { paused: true });
     const ids = [(await submit(rt, 'forgotten', 'f1')).id, (await submit(rt, 'forgotten', 'f2')).id];
-    // the relay has passed the wake-ups to Redis; now Redis forgets everything
-    await new Promise((r) => setTimeout(r, 300));
+    // the wake-ups went through Redis and the (held) run is over; now Redis forgets everything
+    await settled(rt, 'forgotten');
     await dropQueues(rt.prefix);
     await setPrinter(rt, 'forgotten', { paused: false });
     const counts = await reconcile(rt.services, AREAS);
@@ -170,6 +170,8 @@ describe('dispatch engine', () => {
     const s = await sink();
     await addPrinter(rt, 'given-up', s.connection, { paused: true });
     const ids = [(await submit(rt, 'given-up', 'g1')).id, (await submit(rt, 'given-up', 'g2')).id];
+    // the submissions' dispatch run (held: paused) is over before the scene is set
+    await settled(rt, 'given-up');
     // as a killed worker leaves it: handed off, no outcome
     await rt.services.db.query(`UPDATE print_jobs SET status = 'processing', handoff_at = now() WHERE id = $1`, [ids[0]]);
     await abandonDispatch(rt.services, { name: 'print.dispatch', data: { printer: 'given-up' } }, 're-created 4 times');
