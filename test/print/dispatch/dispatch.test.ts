@@ -22,7 +22,8 @@ afterAll(async () => {
   for (const s of sinks) await s.close();
 });
 
-describe('dispatch engine', () => {
+// real processes on a shared machine: generous limits, the assertions are about order and counts, not speed
+describe('dispatch engine', { timeout: 90_000 }, () => {
   it('20 printers, 500 jobs of mixed priorities: each sink gets its jobs in priority then FIFO order, once, never two at once', async () => {
     const printers = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
       const s = await sink();
@@ -45,7 +46,7 @@ describe('dispatch engine', () => {
       await setPrinter(rt, p.name, { paused: false });
       await wake(rt, p.name);
     }
-    const done = await until(rt, ids, ['processed'], 60_000);
+    const done = await until(rt, ids, ['processed'], 150_000);
     expect(done.every((j) => j.handoff_at === null && j.attempts === 1)).toBe(true);
     for (const p of printers) {
       const want = expected.get(p.name)!.slice().sort((a, b) => b.priority - a.priority || a.n - b.n).map((e) => e.body);
@@ -55,7 +56,7 @@ describe('dispatch engine', () => {
     }
     const { rows } = await rt.services.db.query<{ name: string; last_printed: Date | null; error: unknown }>('SELECT name, last_printed, error FROM printers WHERE name LIKE $1', ['bulk %']);
     expect(rows.every((r) => r.last_printed !== null && r.error === null)).toBe(true);
-  });
+  }, 180_000);
 
   it('a printer that is down: its jobs are postponed, then printed in order, each once, when it comes up', async () => {
     const s = await sink();
