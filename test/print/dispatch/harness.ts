@@ -61,3 +61,12 @@ export async function until(rt: TestRuntime, ids: readonly string[], states: rea
 }
 
 export const logText = async (rt: TestRuntime, id: string) => (await jobLog(rt.services.db, Number(id))).map((l) => l.text).join('\n');
+
+/** Waits until a printer's wake-ups have been relayed and its dispatch run has ended (nothing queued or running for it). */
+export async function settled(rt: TestRuntime, printer: string): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await rt.services.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE name = 'print.dispatch' AND data->>'printer' = $1`, [printer]);
+    if (rows[0]!.n > 0) return undefined;
+    return (await rt.services.queue.inspect('print.dispatch', { printer })).state === 'missing' ? true : undefined;
+  }, 20_000, 50);
+}
