@@ -67,7 +67,14 @@ export function listRoutes(s: Services, lists: ListService): Router {
     const href = single(query(ctx), 'href');
     if (href !== undefined && hasBody(ctx)) throw new AppError('HREF_AND_BODY', 'give the list either as the body or as ?href=, not both');
     const input = href !== undefined ? { href } : { contentType: ctx.get('content-type') || undefined, body: requestBody(ctx) };
-    ctx.body = presentList(await lists.create(principal(ctx), input));
+    try {
+      ctx.body = presentList(await lists.create(principal(ctx), input));
+    } catch (err) {
+      // a rejected import may leave most of a large body unsent: close the connection after the
+      // answer instead of reading (possibly 100s of MB of) the rest
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
+      throw err;
+    }
   });
 
   router.get('/lists/:lid', async (ctx) => {
