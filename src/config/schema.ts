@@ -92,6 +92,8 @@ export const configSchema = z.strictObject({
     /** Times the reconciler re-creates a failed or stalled job whose row is still pending before it fails the row. */
     maxRecreations: z.coerce.number().int().min(0).max(100).default(3),
     reconcileIntervalMs: z.coerce.number().int().min(1000).default(60_000),
+    /** Input items of a task run per `task.items` job (run one after another in it). */
+    taskItemsPerJob: z.coerce.number().int().min(1).max(10_000).default(25),
     housekeepingIntervalMs: z.coerce.number().int().min(1000).default(300_000),
   }).prefault({}),
   commands: z.strictObject({

@@ -57,6 +57,8 @@ export interface ConnectorStateStore {
   put(key: string, value: unknown): Promise<void>;
   /** Inserts only when the key is new; false when it already existed (a claim). */
   putIfAbsent(key: string, value: unknown): Promise<boolean>;
+  /** Adds `by` (default 1) to the number stored under `key` (absent: 0) in one statement; returns the new number. */
+  increment(key: string, by?: number): Promise<number>;
   delete(key: string): Promise<boolean>;
   /** Entries whose key starts with `prefix`, by key, at most `limit` (default 1000). */
   list(prefix: string, limit?: number): Promise<StateEntry[]>;

@@ -23,6 +23,13 @@ export const JOBS = {
     schema: z.strictObject({ sid, uuid, version: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/) }),
     id: (d: { uuid: string; version: string }) => `preview.${d.uuid}.${d.version}`,
   },
+  // one job per chunk of a task run's items (queues.taskItemsPerJob): a 1,000-item task is tens of jobs, not a thousand
+  'task.items': {
+    queue: 'tasks',
+    attempts: 5,
+    schema: z.strictObject({ sid, tid: uuid, run: z.int().min(1), chunk: z.int().min(0) }),
+    id: (d: { tid: string; run: number; chunk: number }) => `task.${d.tid}.${d.run}.${d.chunk}`,
+  },
   'housekeeping.run': {
     queue: 'housekeeping',
     attempts: 1,

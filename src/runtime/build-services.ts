@@ -8,6 +8,8 @@ import { DevIssuer } from '../auth/dev-issuer.js';
 import { ConnectorRegistry } from '../connectors/registry.js';
 import { RepositoryService } from '../areas/repository/repository-service.js';
 import { CommandService } from '../areas/commands/command-service.js';
+import { TaskService } from '../areas/tasks/task-service.js';
+import { TaskLists } from '../areas/tasks/task-lists.js';
 import type { Logger } from '../logging/logger.js';
 import { Metrics } from '../metrics/metrics.js';
 import { createJobQueue } from '../queue/job-queue.js';
@@ -60,7 +62,9 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     const outbox = createOutbox(relay);
     const repository = new RepositoryService(db, registry, policy, outbox, config.server.maxUploadBytes);
     const commands = new CommandService(db, repository, policy, outbox, config.commands.expirySec);
-    return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands };
+    const tasks = new TaskService(db, registry, policy);
+    const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }));
+    return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists };
   } catch (err) {
     await queue.close().catch(() => {});
     await db.close().catch(() => {});

@@ -7,6 +7,8 @@ import type { DevIssuer } from '../auth/dev-issuer.js';
 import type { ConnectorRegistry } from '../connectors/registry.js';
 import type { RepositoryService } from '../areas/repository/repository-service.js';
 import type { CommandService } from '../areas/commands/command-service.js';
+import type { TaskService } from '../areas/tasks/task-service.js';
+import type { TaskLists } from '../areas/tasks/task-lists.js';
 import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { JobQueue } from '../queue/job-queue.js';
@@ -34,4 +36,7 @@ export interface Services {
   registry: ConnectorRegistry;
   repository: RepositoryService;
   commands: CommandService;
+  tasks: TaskService;
+  /** A task's input and output lists (through the shared list store). */
+  taskLists: TaskLists;
 }

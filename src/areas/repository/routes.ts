@@ -8,19 +8,11 @@ import { requestBody } from '../../api/middleware/body-timeout.js';
 import { ifMatchHolds, ifNoneMatchHits, ifRangeHolds } from '../../api/conditional.js';
 import { body, param, principal, query, uuidParam } from '../../api/context.js';
 import { validate } from '../../api/validate.js';
+import { embedParam } from '../../api/embed.js';
 import { presentEntry } from './present.js';
 import { ListingCache } from './listing-cache.js';
 import { createEntrySchema, inactivesSchema, patchEntrySchema, replaceEntrySchema, EMBED_ENTRY, type EntryEmbed } from './schema.js';
 import type { EntryRow } from './entry.js';
-
-function embedParam(ctx: Context, allowed: readonly EntryEmbed[]): Set<EntryEmbed> {
-  const raw = ctx.query.embed;
-  const values = (Array.isArray(raw) ? raw : raw ? [raw] : []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
-  for (const v of values) {
-    if (!allowed.includes(v as EntryEmbed)) throw new AppError('INVALID_EMBED', `embed "${v}" is not offered here (allowed: ${allowed.join(', ')})`);
-  }
-  return new Set(values as EntryEmbed[]);
-}
 
 function parseRange(header: string, size: number): { start: number; end: number } | undefined {
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
@@ -57,7 +49,7 @@ export function repoRoutes(s: Services): Router {
     const sid = param(ctx, 'sid');
     const scope = single(query(ctx), 'scope') ?? 'all';
     if (scope !== 'root' && scope !== 'all') throw new AppError('INVALID_QUERY', 'scope must be "root" or "all"', { parameter: 'scope' });
-    const embed = embedParam(ctx, ['permissions', 'thumb']);
+    const embed = embedParam<EntryEmbed>(ctx, ['permissions', 'thumb']);
     const q = parseListQuery(query(ctx), ['scope', 'embed']);
     const { root, entries } = await repo.list(principal(ctx), sid, scope, q);
     const out = await present(ctx, root, embed);

@@ -61,10 +61,24 @@ export class ItemInterrupted extends Error {
   }
 }
 
+/**
+ * A connector's own durable change that belongs to an item's final report
+ * (a counter, a record of what was handed off). It gets the service's state
+ * store inside the report's transaction.
+ */
+export type ItemEffect = (state: ConnectorPorts['state']) => Promise<void>;
+
 /** What `runItem` may use: the connector's ports, the item's reporter and its signal. */
 export interface TaskItemContext extends ConnectorPorts {
-  /** Reports this item's state (the tid is filled in). */
-  report(report: Omit<ItemReport, 'item'>): Promise<void>;
+  /**
+   * Reports this item's state (the tid is filled in). With `effect` (final
+   * outcomes only: `done`, `failed`), the effect runs in the same transaction
+   * as the report, and only when the item was not final yet: a re-delivered
+   * or retried item's effect is applied exactly once, even across a crash.
+   * Resolves false when the report was refused (the item is final already,
+   * paused or aborted meanwhile, or belongs to an older run).
+   */
+  report(report: Omit<ItemReport, 'item'>, effect?: ItemEffect): Promise<boolean>;
   /** Aborts with an `ItemInterrupted` reason on pause, abort or shutdown. */
   signal: AbortSignal;
 }

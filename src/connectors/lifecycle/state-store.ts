@@ -31,6 +31,17 @@ export function stateStore(db: Sql, sid: string): ConnectorStateStore {
       );
       return rowCount > 0;
     },
+    async increment(key, by = 1) {
+      // a value that is not a number counts as 0 (jsonb_typeof), so a counter never fails on old data
+      const { rows } = await db.query<{ value: number }>(
+        `INSERT INTO connector_state AS s (sid, key, value) VALUES ($1, $2, to_jsonb($3::bigint))
+         ON CONFLICT (sid, key) DO UPDATE SET updated = now(), value = to_jsonb(
+           CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value #>> '{}')::numeric ELSE 0 END + $3::bigint)
+         RETURNING value`,
+        [sid, key, by],
+      );
+      return Number(rows[0]!.value);
+    },
     async delete(key) {
       const { rowCount } = await db.query('DELETE FROM connector_state WHERE sid = $1 AND key = $2', [sid, key]);
       return rowCount > 0;

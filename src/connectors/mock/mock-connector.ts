@@ -12,9 +12,10 @@ const optionsSchema = z.strictObject({
   singleInstance: z.boolean().default(false),
   /** Lease length for `singleInstance`: a dead holder is replaced within about this long. */
   leaseTtlMs: z.int().min(1000).max(300_000).default(DEFAULT_LEASE_TTL_MS),
-  /** Tasks: each item takes `itemMs`; `actions` offered (default all). */
+  /** Tasks: each item takes `itemMs` and fails at `failRate` (both overridable per item: `mock.delayMs`, `mock.failRate`, `mock.fail`); `actions` offered (default all). */
   tasks: z.strictObject({
     itemMs: z.int().min(0).max(3_600_000).default(1000),
+    failRate: z.number().min(0).max(1).default(0),
     actions: z.array(z.enum(TASK_ACTIONS)).min(1).refine((a) => a.includes('start'), 'must include "start"').default([...TASK_ACTIONS]),
   }).optional(),
   /** Functions: `echo` and `add`. */
@@ -29,14 +30,14 @@ const optionsSchema = z.strictObject({
 export const mockConnectorType: ConnectorType = {
   type: 'mock',
   description: 'Simulated connector for demos and tests (heartbeat intake, simulated tasks, demo functions)',
-  examples: [{}, { heartbeat: { intervalMs: 100 }, singleInstance: true, tasks: { itemMs: 50 }, functions: true }],
+  examples: [{}, { heartbeat: { intervalMs: 100 }, singleInstance: true, tasks: { itemMs: 50 }, functions: true }, { tasks: { itemMs: 0, failRate: 0.5, actions: ['start', 'abort'] } }],
   create(ctx): Connector {
     const o = optionsSchema.parse(ctx.config.options);
     return {
       sid: ctx.sid,
       type: 'mock',
       ...(o.heartbeat ? { intake: heartbeatIntake(o.heartbeat.intervalMs) } : {}),
-      ...(o.tasks ? { tasks: mockTasks(o.tasks.itemMs, o.tasks.actions) } : {}),
+      ...(o.tasks ? { tasks: mockTasks(o.tasks) } : {}),
       ...(o.functions ? { functions: mockFunctions() } : {}),
       ...(o.singleInstance ? { singleInstance: { leaseTtlMs: o.leaseTtlMs } } : {}),
     };

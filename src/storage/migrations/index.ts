@@ -3,6 +3,8 @@ import { m002RepoGenerations } from './002-repo-generations.js';
 import { m003Outbox } from './003-outbox.js';
 import { m004JobRecreations } from './004-job-recreations.js';
 import { m005ConnectorLeases } from './005-connector-leases.js';
+import { m006Tasks } from './006-tasks.js';
+import { m007TaskItemStates } from './007-task-item-states.js';
 import { m008Lists } from './008-lists.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
@@ -22,4 +24,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m008Lists];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists];

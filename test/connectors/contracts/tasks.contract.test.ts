@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ItemReport, TaskItem, TasksFacet } from '../../../src/connectors/connector.js';
+import type { ItemEffect, ItemReport, TaskItem, TasksFacet } from '../../../src/connectors/connector.js';
+import { stateStore } from '../../../src/connectors/lifecycle/state-store.js';
 import { ItemInterrupted, TASK_ACTIONS, type Interruption } from '../../../src/connectors/facets/tasks.js';
 import { exampleInstances, openContractEnv } from './instances.js';
 
@@ -25,13 +26,26 @@ const item = (sid: string, tid: string = randomUUID()): TaskItem => ({
   sid, tid, id: randomUUID(), index: 0, href: `/v1/services/${sid}/repo/${randomUUID()}`, metadata: { name: 'contract.pdf' },
 });
 
-/** Runs one item, collecting its reports as the tasks area would store them. */
-async function run(tasks: TasksFacet, it: TaskItem, signal = new AbortController().signal) {
+/**
+ * Runs one item, collecting its reports as the tasks area would store them;
+ * an effect handed with a report runs in a transaction of its own, as the
+ * area runs it with the report. `accept: false` refuses every report (the
+ * item was paused, aborted or finished elsewhere meanwhile).
+ */
+async function run(tasks: TasksFacet, it: TaskItem, signal = new AbortController().signal, accept = true) {
   const reports: ItemReport[] = [];
+  const effects: ItemReport[] = [];
   const ports = env.ports(it.sid);
-  const outcome = await tasks.runItem(it, { ...ports, signal, report: async (r) => void reports.push({ ...r, item: it.id }) })
-    .then(() => 'resolved' as const, (err: unknown) => err);
-  return { reports, outcome };
+  const report = async (r: Omit<ItemReport, 'item'>, effect?: ItemEffect) => {
+    reports.push({ ...r, item: it.id });
+    if (effect && accept) {
+      effects.push({ ...r, item: it.id });
+      await env.db.transaction((tx) => effect(stateStore(tx, it.sid)));
+    }
+    return accept;
+  };
+  const outcome = await tasks.runItem(it, { ...ports, signal, report }).then(() => 'resolved' as const, (err: unknown) => err);
+  return { reports, effects, outcome };
 }
 
 it('the mock tasks take part', () => {
@@ -64,6 +78,20 @@ for (const { label, connector } of instances) {
       // another item of the same task gets another job id
       const other = await run(tasks, item(sid, one.tid));
       expect(other.reports[0]!.jobId).not.toBe(first.reports[0]!.jobId);
+    });
+
+    it('hands side effects only with a final report, at most one per run', async () => {
+      const { reports, effects } = await run(tasks, item(sid));
+      expect(effects.length).toBeLessThanOrEqual(1);
+      for (const e of effects) expect(['done', 'failed']).toContain(e.outcome);
+      if (effects.length === 1) expect(reports.at(-1)).toEqual(effects[0]);
+    });
+
+    it('settles when its reports are refused, and claims nothing after a refusal', async () => {
+      const { reports, outcome } = await run(tasks, item(sid), new AbortController().signal, false);
+      expect(outcome === 'resolved' || outcome instanceof Error).toBe(true);
+      // a refused report is the end of the item's story here: at most the one that was refused follows no other final one
+      expect(reports.filter((r) => r.outcome === 'done' || r.outcome === 'failed').length).toBeLessThanOrEqual(1);
     });
 
     for (const by of ['pause', 'abort', 'shutdown'] as Interruption[]) {

@@ -1,0 +1,239 @@
+/**
+ * Task throughput benchmark (docs/benchmarks.md): 2,000 one-item tasks of the
+ * `demo` mock service with zero item delay, from `start` to `completed`, per
+ * second, against bare BullMQ processing the same number of no-op jobs with
+ * one worker, in the same run.
+ *
+ *   npm run bench:tasks -- [--tasks 2000] [--connections 16] [--server compiled|tsx]
+ *     [--items 1000] [--per-job 1,25,100]
+ *
+ * - **service**: a child server (bench/server.ts: API and workers in one
+ *   process, the default configuration, PostgreSQL and the local Redis). The
+ *   tasks are created first (not timed), each with one input item whose
+ *   metadata sets `mock.delayMs: 0`. Timed: from the first `start` request to
+ *   the moment the database shows every task `completed` (polled every 20 ms),
+ *   with the starts sent over `--connections` keep-alive clients. So each task
+ *   pays the request, its transaction and outbox row, the relay, one
+ *   `task.items` job, the item's claim, its final report with the mock's
+ *   effect, and the status derivation.
+ * - **bare BullMQ**: one `Queue` and one `Worker` (concurrency 1, a no-op
+ *   processor, completed jobs removed) on a prefix of its own; timed from the
+ *   first `add` (over `--connections` concurrent callers) to the last
+ *   `completed` event.
+ *
+ * - **chunking**: one task of `--items` zero-delay items, start -> completed,
+ *   once per `--per-job` value (`queues.taskItemsPerJob`: one job per item
+ *   against one job per chunk of items), each in a fresh server.
+ *
+ * Prints a table, the ratio (target >= 0.5) and one JSON line with the
+ * figures and the machine's load.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { compileServers, fmt, machineCpu, busyCores, parseModes, printTable, spawnServer } from './lib.js';
+
+const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
+const REDIS_URL = 'redis://127.0.0.1:6379';
+
+const { values: args } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '2000' },
+    connections: { type: 'string', default: '16' },
+    server: { type: 'string', default: 'compiled' },
+    items: { type: 'string', default: '1000' },
+    'per-job': { type: 'string', default: '1,25,100' },
+    /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
+    'profile-dir': { type: 'string' },
+  },
+  strict: true,
+});
+const n = Number(args.tasks);
+const connections = Number(args.connections);
+const [mode] = parseModes(args.server);
+if (!Number.isInteger(n) || n < 10 || n > 100_000) throw new Error('--tasks: 10 to 100000');
+if (!Number.isInteger(connections) || connections < 1 || connections > 256) throw new Error('--connections: 1 to 256');
+const items = Number(args.items);
+const perJobs = args['per-job'].split(',').map(Number);
+if (!Number.isInteger(items) || items < 0 || items > 100_000) throw new Error('--items: 0 (skip) to 100000');
+if (perJobs.some((v) => !Number.isInteger(v) || v < 1 || v > 10_000)) throw new Error('--per-job: a comma list of 1 to 10000');
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+
+function call(method: string, url: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request(url, {
+      method, agent, timeout: 60_000,
+      headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) as Record<string, unknown> : {} });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: timeout`)));
+    req.end(payload);
+  });
+}
+
+/** Runs `fn(i)` for i in 0..count-1 over `width` concurrent lanes. */
+async function lanes(count: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < count) await fn(next++);
+  }));
+}
+
+/** A server child with `queues.taskItemsPerJob` set through a CONFIG file (the child inherits the environment). */
+async function startServer(compiledDir: string | undefined, perJob?: number, nodeArgs: string[] = []) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-tasks-'));
+  const file = path.join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify(perJob ? { queues: { taskItemsPerJob: perJob } } : {}));
+  process.env.CONFIG = file;
+  try {
+    return await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir });
+  } finally {
+    delete process.env.CONFIG;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function waitCompleted(db: pg.Client, schema: string, count: number): Promise<void> {
+  for (;;) {
+    const { rows } = await db.query<{ done: number; other: number }>(
+      `SELECT count(*) FILTER (WHERE status = 'completed')::int AS done, count(*) FILTER (WHERE status NOT IN ('completed', 'processing'))::int AS other FROM "${schema}".tasks`);
+    if (rows[0]!.other > 0) throw new Error(`${rows[0]!.other} tasks ended otherwise than completed`);
+    if (rows[0]!.done >= count) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** One task of `items` zero-delay items, start -> completed, with `perJob` items per `task.items` job. */
+async function bigTask(compiledDir: string | undefined, perJob: number): Promise<{ perJob: number; seconds: number; itemsPerSecond: number }> {
+  const server = await startServer(compiledDir, perJob);
+  const { url, token, schema } = server.info as { url: string; token: string; schema: string };
+  const db = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  try {
+    const listItems = Array.from({ length: items }, (_, i) => ({ href: `https://example.org/${i}.pdf`, metadata: { mock: { delayMs: 0 } } }));
+    const res = await call('POST', `${url}/v1/services/demo/tasks`, token, { name: 'bench big', lists: { input: { embedded: { listItems } } } });
+    if (res.status !== 200) throw new Error(`create: ${res.status} ${JSON.stringify(res.json)}`);
+    const t0 = performance.now();
+    const started = await call('POST', `${url}/v1/services/demo/tasks/${res.json.tid as string}/action`, token, { action: 'start' });
+    if (started.status !== 204) throw new Error(`start: ${started.status}`);
+    await waitCompleted(db, schema, 1);
+    const seconds = (performance.now() - t0) / 1000;
+    return { perJob, seconds, itemsPerSecond: items / seconds };
+  } finally {
+    await db.end();
+    await server.stop();
+  }
+}
+
+async function service(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; createSeconds: number; startsSeconds: number }> {
+  const server = await startServer(compiledDir, undefined, args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : []);
+  const { url, token, schema } = server.info as { url: string; token: string; schema: string };
+  const db = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  try {
+    const tids: string[] = [];
+    const c0 = performance.now();
+    await lanes(n, connections, async (i) => {
+      const res = await call('POST', `${url}/v1/services/demo/tasks`, token, {
+        name: `bench ${i}`,
+        lists: { input: { embedded: { listItems: [{ href: `https://example.org/${i}.pdf`, metadata: { mock: { delayMs: 0 } } }] } } },
+      });
+      if (res.status !== 200) throw new Error(`create: ${res.status} ${JSON.stringify(res.json)}`);
+      tids.push(res.json.tid as string);
+    });
+    const createSeconds = (performance.now() - c0) / 1000;
+    const t0 = performance.now();
+    await lanes(n, connections, async (i) => {
+      const res = await call('POST', `${url}/v1/services/demo/tasks/${tids[i]}/action`, token, { action: 'start' });
+      if (res.status !== 204) throw new Error(`start: ${res.status} ${JSON.stringify(res.json)}`);
+    });
+    const startsSeconds = (performance.now() - t0) / 1000;
+    await waitCompleted(db, schema, n);
+    const seconds = (performance.now() - t0) / 1000;
+    if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
+    return { seconds, perSecond: n / seconds, createSeconds, startsSeconds };
+  } finally {
+    await db.end();
+    await server.stop();
+  }
+}
+
+async function bare(): Promise<{ seconds: number; perSecond: number }> {
+  const prefix = `bench-bare-${Date.now().toString(36)}`;
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue('bare', { connection, prefix, defaultJobOptions: { removeOnComplete: true } });
+  let done = 0;
+  let finished!: () => void;
+  const all = new Promise<void>((r) => (finished = r));
+  const worker = new Worker('bare', async () => undefined, { connection, prefix, concurrency: 1 });
+  worker.on('completed', () => {
+    if (++done === n) finished();
+  });
+  await worker.waitUntilReady();
+  await queue.waitUntilReady();
+  try {
+    const t0 = performance.now();
+    await lanes(n, connections, async (i) => {
+      await queue.add('job', { i }, { jobId: `job-${i}` });
+    });
+    await all;
+    const seconds = (performance.now() - t0) / 1000;
+    return { seconds, perSecond: n / seconds };
+  } finally {
+    await worker.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    const redis = new Redis(REDIS_URL);
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    redis.disconnect();
+  }
+}
+
+const load0 = os.loadavg();
+const cpu0 = machineCpu();
+const compiled = mode === 'compiled' ? await compileServers() : undefined;
+let floor: Awaited<ReturnType<typeof bare>>;
+let ours: Awaited<ReturnType<typeof service>>;
+const big: Awaited<ReturnType<typeof bigTask>>[] = [];
+try {
+  floor = await bare();
+  ours = await service(compiled?.dir);
+  if (items > 0) for (const perJob of perJobs) big.push(await bigTask(compiled?.dir, perJob));
+} finally {
+  compiled?.cleanup();
+}
+const cpu1 = machineCpu();
+const ratio = ours.perSecond / floor.perSecond;
+printTable(['what', 'seconds', 'per second'], [
+  [`bare BullMQ: ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
+  [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
+]);
+console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s`);
+if (big.length > 0) {
+  printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
+}
+console.log(JSON.stringify({
+  bench: 'tasks', tasks: n, connections, server: mode, bare: floor, service: ours, ratio, bigTask: big,
+  loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
+}));
+agent.destroy();

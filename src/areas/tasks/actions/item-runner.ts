@@ -1,0 +1,97 @@
+import { ItemInterrupted, type ItemEffect, type ItemReport, type TaskItem, type TasksFacet } from '../../../connectors/facets/tasks.js';
+import type { ConnectorRegistry } from '../../../connectors/registry.js';
+import { stateStore } from '../../../connectors/lifecycle/state-store.js';
+import { outboxPort } from '../../../connectors/ports.js';
+import type { Logger } from '../../../logging/logger.js';
+import type { Outbox } from '../../../outbox/outbox.js';
+import type { JobContext, JobData } from '../../../queue/jobs.js';
+import type { Database } from '../../../storage/driver/database.js';
+import type { ItemInterrupts } from './item-interrupts.js';
+import { mergeMetadata } from '../../../lists/merge-metadata.js';
+import * as store from './item-state-store.js';
+import { settle } from './settle.js';
+
+export interface RunnerDeps {
+  db: Database;
+  registry: ConnectorRegistry;
+  outbox: Outbox;
+  interrupts: ItemInterrupts;
+  log: Logger;
+}
+
+/**
+ * Runs one `task.items` job: the open items of one chunk of a task run, one
+ * after another, through the service's `TasksFacet.runItem`. Idempotent: an
+ * item is taken only while its row is open under this run (`claimItem`), and
+ * a final report plus the connector's effect is one transaction that a final
+ * row refuses, so a retried, re-delivered or reconciled job never redoes a
+ * finished item.
+ */
+export class ItemRunner {
+  constructor(private readonly d: RunnerDeps) {}
+
+  async run(job: JobData<'task.items'>, ctx: JobContext): Promise<void> {
+    const { sid, tid, run, chunk } = job;
+    const items = await store.chunkItems(this.d.db, tid, run, chunk);
+    if (items.length === 0) return; // done already, or the task is paused, aborted, restarted or deleted
+    const facet = this.d.registry.get(sid).tasks;
+    if (!facet) {
+      await store.failChunk(this.d.db, tid, run, chunk, `service "${sid}" no longer runs tasks`);
+      await settle(this.d.db, tid);
+      return;
+    }
+    for (const row of items) {
+      if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
+      if (!(await store.claimItem(this.d.db, tid, row.item, run))) continue;
+      const item: TaskItem = {
+        sid, tid, id: row.item, index: row.position, href: row.href,
+        // effective metadata, lowest priority first: document, task, input list, item
+        metadata: [row.task_metadata, row.list_metadata, row.item_metadata].reduce(mergeMetadata, row.doc_metadata ?? {}),
+      };
+      await this.runOne(facet, item, run, ctx);
+    }
+  }
+
+  private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext): Promise<void> {
+    const tracked = this.d.interrupts.track(item.tid, job.signal);
+    let final = false;
+    const report = async (r: Omit<ItemReport, 'item'>, effect?: ItemEffect): Promise<boolean> => {
+      const full = { ...r, item: item.id };
+      const isFinal = r.outcome === 'done' || r.outcome === 'failed' || r.outcome === 'aborted';
+      // with an effect: report and effect in one transaction; without, one autocommitted statement
+      const applied = effect && isFinal
+        ? await this.d.db.transaction(async (tx) => {
+          const ok = await store.writeReport(tx, item.tid, run, full);
+          if (ok) await effect(stateStore(tx, item.sid));
+          return ok;
+        })
+        : await store.writeReport(this.d.db, item.tid, run, full);
+      if (applied && isFinal) final = true;
+      return applied;
+    };
+    try {
+      await facet.runItem(item, {
+        log: this.d.log.child({ sid: item.sid, tid: item.tid, item: item.id }),
+        outbox: outboxPort(this.d.outbox, this.d.db),
+        state: stateStore(this.d.db, item.sid),
+        signal: tracked.signal,
+        report,
+      });
+    } catch (err) {
+      const reason = tracked.signal.reason as unknown;
+      if (tracked.signal.aborted && reason instanceof ItemInterrupted) {
+        if (reason.by === 'shutdown') throw job.signal.reason ?? err; // runs again later
+        return; // paused or aborted: the action has set the row already
+      }
+      // the connector failed: retried with the job, failed for good on its last attempt
+      if (!job.finalAttempt) throw err;
+      this.d.log.warn({ err, tid: item.tid, item: item.id }, 'task item failed');
+      await report({ jobId: `${item.tid}.${item.id}`, state: 'failed', outcome: 'failed', message: err instanceof Error ? err.message : String(err) });
+    } finally {
+      tracked.done();
+    }
+    if (final) await settle(this.d.db, item.tid);
+    // returned without a final report: handed off (its later states come through the ItemReporter)
+    else await store.markHandedOff(this.d.db, item.tid, item.id, run);
+  }
+}

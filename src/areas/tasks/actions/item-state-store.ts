@@ -1,0 +1,246 @@
+import type { ItemReport } from '../../../connectors/facets/tasks.js';
+import type { Sql } from '../../../storage/driver/database.js';
+import { OPEN_OUTCOMES, derivedStatus, sqlList, type ItemRowOutcome, type TaskStatus } from './task-states.js';
+
+/**
+ * All SQL of task actions: the task's status and run counter, and the
+ * per-item rows (`task_items`, migration 007). Reports touch only their own
+ * item's row, in one small statement.
+ */
+
+export interface ActionTaskRow {
+  tid: string;
+  sid: string;
+  status: TaskStatus;
+  run: number;
+  metadata: Record<string, unknown>;
+  creator: string | null;
+  owner: string | null;
+}
+
+export interface ItemRow {
+  item: string;
+  run: number;
+  outcome: ItemRowOutcome;
+  job_id: string | null;
+  state: string | null;
+  href: string | null;
+  message: string | null;
+  updated: Date;
+}
+
+const OPEN = sqlList(OPEN_OUTCOMES);
+
+export async function getTask(sql: Sql, tid: string, lock = false): Promise<ActionTaskRow | undefined> {
+  const { rows } = await sql.query<ActionTaskRow>(
+    `SELECT tid, sid, status, run, metadata, creator, owner FROM tasks WHERE tid = $1${lock ? ' FOR UPDATE' : ''}`, [tid]);
+  return rows[0];
+}
+
+/**
+ * Moves the task to `to` when its status is one of `from` (the state table's
+ * cell), under the row lock the UPDATE takes; with `newRun`, counts a new run
+ * (start, resume). Undefined when the task is absent, in another service or
+ * in a status the action is not allowed from.
+ */
+export async function transition(
+  sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, newRun: boolean,
+): Promise<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> | undefined> {
+  const { rows } = await sql.query<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'>>(
+    `UPDATE tasks SET status = $4, run = run + CASE WHEN $5 THEN 1 ELSE 0 END, modified = now()
+     WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[]) RETURNING run, creator, owner`,
+    [tid, sid, [...from], to, newRun]);
+  return rows[0];
+}
+
+/**
+ * (Re)sets the rows of a new run: every input item not done is queued again
+ * under `run`, in chunks of `perJob` by list position; rows of items no longer
+ * in the input list are dropped; done items keep their row and are not redone.
+ * Returns the chunk numbers (one job each).
+ */
+export async function queueRun(sql: Sql, tid: string, run: number, perJob: number): Promise<number[]> {
+  const { rows } = await sql.query<{ chunk: number }>(
+    `WITH gone AS (
+       DELETE FROM task_items t WHERE t.tid = $1 AND NOT EXISTS (
+         SELECT 1 FROM list_items li JOIN lists l ON l.lid = li.lid WHERE l.tid = $1 AND l.kind = 'input' AND li.id = t.item)),
+     todo AS (
+       SELECT li.id, (row_number() OVER (ORDER BY li.position, li.id) - 1) / $3 AS chunk
+       FROM list_items li JOIN lists l ON l.lid = li.lid
+       LEFT JOIN task_items t ON t.tid = $1 AND t.item = li.id
+       WHERE l.tid = $1 AND l.kind = 'input' AND (t.outcome IS NULL OR t.outcome <> 'done'))
+     INSERT INTO task_items (tid, item, run, chunk, outcome, state, message)
+     SELECT $1, id, $2, chunk, 'queued', 'queued', NULL FROM todo
+     ON CONFLICT (tid, item) DO UPDATE SET run = EXCLUDED.run, chunk = EXCLUDED.chunk, outcome = 'queued',
+       handed_off = false, state = 'queued', message = NULL, updated = now()
+     RETURNING chunk`,
+    [tid, run, perJob]);
+  return [...new Set(rows.map((r) => Number(r.chunk)))].sort((a, b) => a - b);
+}
+
+/** Pause and abort: every open item takes `outcome` (a running item's own report of it is then moot). */
+export async function closeOpenItems(sql: Sql, tid: string, outcome: 'paused' | 'aborted', message: string): Promise<number> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET outcome = $2, state = $2, message = $3, updated = now() WHERE tid = $1 AND outcome IN (${OPEN})`,
+    [tid, outcome, message]);
+  return rowCount;
+}
+
+/** One item of a chunk with what its effective metadata is merged from. */
+export interface ChunkItem {
+  item: string;
+  position: number;
+  href: string;
+  task_metadata: Record<string, unknown>;
+  item_metadata: Record<string, unknown>;
+  list_metadata: Record<string, unknown>;
+  doc_metadata: Record<string, unknown> | null;
+}
+
+/**
+ * The open items of one job of a run, in list order, with the document's
+ * metadata when the href names one; none unless the task still processes
+ * this run (paused, aborted, restarted or deleted meanwhile).
+ */
+export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
+  const { rows } = await sql.query<ChunkItem>(
+    `SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
+       l.metadata AS list_metadata, e.metadata AS doc_metadata
+     FROM task_items t
+     JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
+     JOIN list_items li ON li.id = t.item
+     JOIN lists l ON l.lid = li.lid
+     LEFT JOIN entries e ON e.uuid = li.doc_uuid AND e.sid = li.doc_sid
+     WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
+     ORDER BY li.position, li.id`,
+    [tid, run, chunk]);
+  return rows;
+}
+
+/**
+ * Takes an item for this run: true when it is still queued or running (a
+ * re-delivered job) under `run` while the task processes the same run. The
+ * UPDATE holds the row lock, so a concurrent pause or abort either comes
+ * first (nothing taken) or waits for this.
+ */
+export async function claimItem(sql: Sql, tid: string, item: string, run: number): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET outcome = 'running', updated = now()
+     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running') AND NOT handed_off
+       AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $3)`,
+    [tid, item, run]);
+  return rowCount > 0;
+}
+
+/** Which stored outcomes a report may replace: nothing final is ever changed, and a late "running" does not undo a pause. */
+const REPLACES: Readonly<Record<ItemReport['outcome'], string>> = {
+  running: `'queued', 'running'`,
+  paused: OPEN,
+  done: OPEN,
+  failed: OPEN,
+  aborted: OPEN,
+};
+
+/**
+ * Stores one report on its item's row (never the task's). False when the
+ * row is final already or belongs to another run: a duplicate or late job
+ * must not change it (and its side effect must not happen).
+ */
+export async function writeReport(sql: Sql, tid: string, run: number, r: ItemReport): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET outcome = $4, job_id = $5, state = $6, href = COALESCE($7, href), message = $8, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN (${REPLACES[r.outcome]})`,
+    [tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
+  return rowCount > 0;
+}
+
+/** `runItem` returned with the item still open: it runs elsewhere now (its reports come through the ItemReporter). */
+export async function markHandedOff(sql: Sql, tid: string, item: string, run: number): Promise<void> {
+  await sql.query(
+    `UPDATE task_items SET handed_off = true WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running')`,
+    [tid, item, run]);
+}
+
+/**
+ * A report from outside a job (a handed-off print job changed state): applied
+ * to the item's row under the task's current run, with the same refusals as
+ * `writeReport`.
+ */
+export async function writeLateReport(sql: Sql, tid: string, r: ItemReport): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET outcome = $3, job_id = $4, state = $5, href = COALESCE($6, href), message = $7, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = (SELECT run FROM tasks WHERE tid = $1) AND outcome IN (${REPLACES[r.outcome]})`,
+    [tid, r.item, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
+  return rowCount > 0;
+}
+
+/**
+ * The status derivation of `derivedStatus` as one statement: the task moves
+ * from processing to completed (every item done) or failed (anything else
+ * final) when no item is open; undefined when it did not move.
+ */
+export async function settleTask(sql: Sql, tid: string): Promise<TaskStatus | undefined> {
+  const { rows } = await sql.query<{ status: TaskStatus }>(
+    `UPDATE tasks SET status = CASE WHEN EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND outcome <> 'done') THEN $2 ELSE $3 END,
+       modified = now()
+     WHERE tid = $1 AND status = 'processing' AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND outcome IN (${OPEN}))
+     RETURNING status`,
+    [tid, derivedStatus({ failed: 1 }), derivedStatus({})]);
+  return rows[0]?.status;
+}
+
+/**
+ * `settleTask` for every processing task with no open item: the ones whose
+ * last report committed but whose worker died before settling them (the
+ * reconcile pass runs it). Returns how many moved.
+ */
+export async function settleStranded(sql: Sql): Promise<number> {
+  const { rowCount } = await sql.query(
+    `UPDATE tasks k SET status = CASE WHEN EXISTS (SELECT 1 FROM task_items WHERE tid = k.tid AND outcome <> 'done') THEN $1 ELSE $2 END,
+       modified = now()
+     WHERE k.status = 'processing' AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = k.tid AND outcome IN (${OPEN}))`,
+    [derivedStatus({ failed: 1 }), derivedStatus({})]);
+  return rowCount;
+}
+
+export async function outcomeCounts(sql: Sql, tid: string): Promise<Partial<Record<ItemRowOutcome, number>>> {
+  const { rows } = await sql.query<{ outcome: ItemRowOutcome; n: number }>(
+    'SELECT outcome, count(*)::int AS n FROM task_items WHERE tid = $1 GROUP BY outcome', [tid]);
+  return Object.fromEntries(rows.map((r) => [r.outcome, r.n]));
+}
+
+/**
+ * `cstats` as a column of a task query (`FROM tasks`): the reported item rows
+ * as one JSON object keyed by job id, shaped as `presentCstats` shapes them.
+ * The task store selects it instead of the old `tasks.cstats` column.
+ */
+export const CSTATS_COLUMN = `COALESCE((SELECT jsonb_object_agg(i.job_id, jsonb_build_object(
+    'state', COALESCE(i.state, i.outcome), 'item', i.item, 'href', i.href,
+    'updated', to_char(i.updated AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'message', i.message))
+  FROM task_items i WHERE i.tid = tasks.tid AND i.job_id IS NOT NULL), '{}'::jsonb) AS cstats`;
+
+/** The rows `cstats` is presented from: items a connector has reported on. */
+export async function reportedItems(sql: Sql, tid: string): Promise<ItemRow[]> {
+  const { rows } = await sql.query<ItemRow>(
+    `SELECT item, run, outcome, job_id, state, href, message, updated FROM task_items WHERE tid = $1 AND job_id IS NOT NULL ORDER BY job_id`, [tid]);
+  return rows;
+}
+
+/** Reconcile source: each (task, run, chunk) of a processing task that still has items queued or running. */
+export async function pendingChunks(sql: Sql, limit: number): Promise<{ sid: string; tid: string; run: number; chunk: number }[]> {
+  const { rows } = await sql.query<{ sid: string; tid: string; run: number; chunk: number }>(
+    `SELECT DISTINCT k.sid, t.tid, t.run, t.chunk
+     FROM task_items t JOIN tasks k ON k.tid = t.tid AND k.run = t.run
+     WHERE k.status = 'processing' AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
+     ORDER BY t.tid, t.chunk LIMIT $1`, [limit]);
+  return rows;
+}
+
+/** `abandon`: the open items of one job fail with the reason. */
+export async function failChunk(sql: Sql, tid: string, run: number, chunk: number, message: string): Promise<number> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET outcome = 'failed', state = 'failed', message = $4, updated = now()
+     WHERE tid = $1 AND run = $2 AND chunk = $3 AND outcome IN ('queued', 'running') AND NOT handed_off`,
+    [tid, run, chunk, message.slice(0, 2000)]);
+  return rowCount;
+}

@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import type { Policy } from '../../auth/policy.js';
+import type { Principal } from '../../auth/principal.js';
+import type { TasksFacet } from '../../connectors/connector.js';
+import type { ConnectorRegistry } from '../../connectors/registry.js';
+import { AppError } from '../../errors/app-error.js';
+import type { Database, Tx } from '../../storage/driver/database.js';
+import type { ListQuery } from '../../query/tree.js';
+import { mergeMetadata } from '../../lists/merge-metadata.js';
+import { metadataProblem } from '../repository/metadata-rules.js';
+import * as store from './task-store.js';
+import { ACTIVE_STATUSES } from './actions/task-states.js';
+import { settle } from './actions/settle.js';
+import type { TaskRow, TaskScope } from './task-store.js';
+
+/** Whether the task is active: no deletion, no change to it or its input list (DESIGN.md section 6). */
+export const isActive = (t: TaskRow) => (ACTIVE_STATUSES as readonly string[]).includes(t.status);
+
+export const taskNotFound = (tid: string, sid?: string) =>
+  new AppError('TASK_NOT_FOUND', sid === undefined ? `no task ${tid}` : `no task ${tid} in service "${sid}"`, sid === undefined ? { tid } : { sid, tid });
+
+export const taskActive = (t: TaskRow, what: string) =>
+  new AppError('TASK_ACTIVE', `${what}: the task is processing`, { tid: t.tid, sid: t.sid, status: t.status });
+
+/** 400 unless merged metadata (a PATCH adds to what is stored) can still be stored. */
+export function checkMerged(metadata: Record<string, unknown>, where: string): void {
+  const problem = metadataProblem(metadata);
+  if (!problem) return;
+  const path = ['body', where, ...problem.path.map(String)].join('.');
+  throw new AppError('VALIDATION_FAILED', `the body is invalid: ${problem.message}`, { issues: [{ path, message: problem.message }] });
+}
+
+export interface TaskChange {
+  name?: string;
+  type?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface NewTaskInput {
+  name: string;
+  type?: string;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Task operations of the Document Workflow API: rights (area `tasks`, own or
+ * all), the "active" rule, and the task rows. The input and output lists go
+ * through the shared list store (`src/lists/list-store.ts`); starting and
+ * stopping tasks is the actions' business. Routes call this; it never sees HTTP.
+ */
+export class TaskService {
+  constructor(
+    readonly db: Database,
+    private readonly registry: ConnectorRegistry,
+    readonly policy: Policy,
+  ) {}
+
+  /** The service's tasks facet: 404 for an unknown service or one whose connector runs no tasks. */
+  facet(sid: string): TasksFacet {
+    const connector = this.registry.get(sid);
+    if (!connector.tasks) throw new AppError('NO_TASKS', `service "${sid}" has no tasks`, { sid });
+    return connector.tasks;
+  }
+
+  /**
+   * A task the caller may act on: 404 when absent (or in another service),
+   * 403 when it is somebody else's and the caller sees only their own.
+   */
+  async get(p: Principal, sid: string | undefined, tid: string, action: 'read' | 'write' | 'delete' = 'read'): Promise<TaskRow> {
+    if (sid !== undefined) this.facet(sid);
+    const task = await store.getTask(this.db, tid);
+    // another user's task is reported absent, as by the actions: nothing of it is shown
+    if (!task || (sid !== undefined && task.sid !== sid) || !this.policy.may(p, 'tasks', 'read', task)) {
+      this.policy.require(p, 'tasks', 'read'); // 403 without the area right at all
+      throw taskNotFound(tid, sid);
+    }
+    this.policy.require(p, 'tasks', action, task);
+    return task;
+  }
+
+  /**
+   * `force`: the status brought up to date from the per-item states now,
+   * instead of waiting for the workers (a processing task whose items have
+   * all finished, say after a worker died between an item's last report and
+   * the status update), then the task read again.
+   */
+  async refresh(p: Principal, sid: string, tid: string): Promise<TaskRow> {
+    const task = await this.get(p, sid, tid);
+    if (!isActive(task)) return task;
+    await settle(this.db, tid);
+    return (await store.getTask(this.db, tid)) ?? task;
+  }
+
+  /**
+   * Creates the task and, in the same transaction, whatever `fill` adds (its
+   * lists and items): a failure anywhere leaves nothing behind.
+   */
+  async create<T>(
+    p: Principal, sid: string, input: NewTaskInput, owner: string | null,
+    fill: (tx: Tx, task: TaskRow) => Promise<T>,
+  ): Promise<{ task: TaskRow; filled: T }> {
+    this.facet(sid);
+    this.policy.require(p, 'tasks', 'write');
+    return this.db.transaction(async (tx) => {
+      const task = await store.insertTask(tx, {
+        tid: randomUUID(), sid, name: input.name, type: input.type ?? null, metadata: input.metadata, creator: p.user, owner,
+      });
+      return { task, filled: await fill(tx, task) };
+    });
+  }
+
+  /** PUT (`replace`: metadata wholesale) or PATCH (`merge`: key by key, none removed); 409 while processing. */
+  async update(p: Principal, sid: string, tid: string, change: TaskChange, mode: 'replace' | 'merge'): Promise<TaskRow> {
+    await this.get(p, sid, tid, 'write');
+    return this.db.transaction(async (tx) => {
+      const task = await store.getTask(tx, tid, true);
+      if (!task) throw taskNotFound(tid, sid);
+      if (isActive(task)) throw taskActive(task, 'cannot change the task');
+      let metadata = task.metadata;
+      if (mode === 'replace') metadata = change.metadata ?? {};
+      else if (change.metadata) {
+        metadata = mergeMetadata(task.metadata, change.metadata);
+        checkMerged(metadata, 'metadata');
+      }
+      return store.updateTask(tx, tid, {
+        name: change.name ?? task.name,
+        type: change.type === undefined ? task.type : change.type,
+        metadata,
+      });
+    });
+  }
+
+  /** Deletes the task with its lists (the documents stay); 409 while processing. */
+  async remove(p: Principal, sid: string, tid: string): Promise<void> {
+    await this.get(p, sid, tid, 'delete');
+    await this.db.transaction(async (tx) => {
+      const task = await store.getTask(tx, tid, true);
+      if (!task) throw taskNotFound(tid, sid);
+      if (isActive(task)) throw taskActive(task, 'cannot delete the task');
+      await store.deleteTask(tx, tid);
+    });
+  }
+
+  /** The scope of a search: the service (checked), the caller's own tasks unless they see all, the input document. */
+  private scope(p: Principal, sid: string | undefined, inputDocument: string | undefined): TaskScope {
+    if (sid !== undefined) this.facet(sid);
+    return { sid, ownedBy: this.policy.listingScope(p, 'tasks'), inputDocument };
+  }
+
+  async search(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string): Promise<TaskRow[]> {
+    return store.listTasks(this.db, this.scope(p, sid, inputDocument), q);
+  }
+
+  async count(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string): Promise<number> {
+    return store.countTasks(this.db, this.scope(p, sid, inputDocument), q);
+  }
+}

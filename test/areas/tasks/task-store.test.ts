@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as lists from '../../../src/lists/list-store.js';
+import { parseListQuery } from '../../../src/query/list-query.js';
+import type { Database } from '../../../src/storage/driver/database.js';
+import * as store from '../../../src/areas/tasks/task-store.js';
+import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
+
+/** The task store on both drivers: searches by scope, filters, sort and paging, counts, inputDocument, deletion with the lists. */
+
+for (const [driver, open] of bothDrivers()) {
+  describe(`task store on ${driver}`, () => {
+    let t: TestDatabase;
+    let db: Database;
+    const doc = randomUUID();
+    const tids: string[] = [];
+
+    beforeAll(async () => {
+      t = await open();
+      db = t.db;
+      for (let i = 0; i < 6; i++) {
+        const task = await store.insertTask(db, {
+          tid: randomUUID(), sid: i < 4 ? 'a' : 'b', name: `t${i}`, type: null,
+          metadata: { day: `2026-01-0${i + 1}`, deep: { n: i } }, creator: i % 2 === 0 ? 'ann' : 'bob', owner: i === 1 ? 'ann' : null,
+        });
+        tids.push(task.tid);
+        const input = await lists.createList(db, { kind: 'input', tid: task.tid });
+        await lists.createList(db, { kind: 'output', tid: task.tid });
+        if (i === 2 || i === 5) await lists.appendItem(db, input.lid, { href: `/v1/services/store/repo/${doc}`, metadata: {} });
+        await lists.appendItem(db, input.lid, { href: 'https://example.com/x', metadata: {} });
+      }
+      // the same document in an output list does not count
+      const out = (await lists.getTaskList(db, tids[0]!, 'output'))!;
+      await lists.appendItem(db, out.lid, { href: `/v1/services/store/repo/${doc}`, metadata: {} });
+    });
+    afterAll(() => t.drop());
+
+    const q = (raw: Record<string, string> = {}) => parseListQuery(raw, []);
+    const names = (rows: store.TaskRow[]) => rows.map((r) => r.name);
+
+    it('searches per service or across services, limited to owners when asked', async () => {
+      expect(names(await store.listTasks(db, { sid: 'a' }, q()))).toEqual(['t0', 't1', 't2', 't3']);
+      expect(names(await store.listTasks(db, {}, q()))).toEqual(['t0', 't1', 't2', 't3', 't4', 't5']);
+      expect(names(await store.listTasks(db, { ownedBy: ['ann'] }, q()))).toEqual(['t0', 't1', 't2', 't4']);
+      expect(names(await store.listTasks(db, { sid: 'b', ownedBy: ['bob'] }, q()))).toEqual(['t5']);
+      expect(await store.countTasks(db, { ownedBy: ['ann'] }, q({ limit: '1' }))).toBe(4);
+    });
+
+    it('filters nested metadata exactly or by regex, sorts and pages', async () => {
+      expect(names(await store.listTasks(db, {}, q({ 'metadata.deep.n': '3' })))).toEqual(['t3']); // compared by its text form
+      expect(names(await store.listTasks(db, {}, q({ day: '/0[56]$/' })))).toEqual(['t4', 't5']);
+      expect(names(await store.listTasks(db, {}, q({ sort: '-metadata.deep.n', limit: '2', offset: '1' })))).toEqual(['t4', 't3']);
+      expect(await store.countTasks(db, {}, q({ name: '/^T[0-2]$/i' }))).toBe(3);
+    });
+
+    it('finds tasks by a document in their input list (not in the output list)', async () => {
+      expect(names(await store.listTasks(db, { inputDocument: doc }, q()))).toEqual(['t2', 't5']);
+      expect(names(await store.listTasks(db, { inputDocument: doc, sid: 'b' }, q()))).toEqual(['t5']);
+      expect(await store.countTasks(db, { inputDocument: randomUUID() }, q())).toBe(0);
+    });
+
+    it('updates and deletes; the lists and items go with the task', async () => {
+      const updated = await store.updateTask(db, tids[3]!, { name: 'renamed', type: 'x', metadata: { a: 1 } });
+      expect(updated).toMatchObject({ name: 'renamed', type: 'x', metadata: { a: 1 } });
+      expect(updated.modified.getTime()).toBeGreaterThanOrEqual(updated.created.getTime());
+      await store.deleteTask(db, tids[3]!);
+      expect(await store.getTask(db, tids[3]!)).toBeUndefined();
+      const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM lists WHERE tid = $1', [tids[3]]);
+      expect(rows[0]!.n).toBe(0);
+    });
+  });
+}
