@@ -329,11 +329,30 @@ export async function* exportItems(sql: Sql, lid: string, pageSize = 1000): Asyn
   }
 }
 
+const COPY_ITEMS = 'COPY list_items (id, lid, position, href, doc_sid, doc_uuid, metadata) FROM STDIN';
+
+// COPY's text format: backslash, tab, newline and carriage return are escaped; \N is null
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const copyText = (v: string) => (COPY_SPECIAL.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : v);
+
+/** A chunk of items as COPY text rows, positions from `first`. */
+function copyRows(lid: string, first: number, items: readonly ListItem[]): string {
+  let out = '';
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const ref = docRef(item.href);
+    out += `${itemId()}\t${lid}\t${first + i}\t${copyText(item.href)}\t${ref ? `${copyText(ref.sid)}\t${ref.uuid}` : '\\N\t\\N'}\t${copyText(JSON.stringify(item.metadata))}\n`;
+  }
+  return out;
+}
+
 /**
  * Inserts items as they arrive from `items` (a parser's output) at the end of
- * the list, inside the caller's transaction: multi-row `unnest` INSERTs of
- * `chunk` rows, the next chunk being gathered while the previous one is in
- * flight. The list row stays locked until the transaction ends; its counter
+ * the list, inside the caller's transaction: chunks of `chunk` rows, each
+ * one `COPY … FROM STDIN` where the driver has it (PostgreSQL) or one
+ * multi-row INSERT (PGlite), the next chunk being gathered while the
+ * previous one is in flight. The list row stays locked until the transaction ends; its counter
  * is set once at the end. A failing iterator (a bad row) rejects, and the
  * caller's rollback removes everything. Returns the number inserted.
  */
@@ -347,12 +366,17 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
   const flush = async () => {
     if (inFlight) await inFlight;
     if (batch.length === 0) return;
-    const [ids, hrefs, sids, uuids, metas] = columns(batch);
-    inFlight = tx.query(
-      `INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid, metadata)
-       SELECT x.id, $1, $7 + x.ord - 1, x.href, x.doc_sid, x.doc_uuid, x.metadata FROM ${UNNEST}`,
-      [lid, ids, hrefs, sids, uuids, metas, base + count - batch.length],
-    ).catch(throwSqlError);
+    const first = base + count - batch.length;
+    if (tx.copyFrom) {
+      inFlight = tx.copyFrom(COPY_ITEMS, copyRows(lid, first, batch)).catch(throwSqlError);
+    } else {
+      const [ids, hrefs, sids, uuids, metas] = columns(batch);
+      inFlight = tx.query(
+        `INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid, metadata)
+         SELECT x.id, $1, $7 + x.ord - 1, x.href, x.doc_sid, x.doc_uuid, x.metadata FROM ${UNNEST}`,
+        [lid, ids, hrefs, sids, uuids, metas, first],
+      ).catch(throwSqlError);
+    }
     // an error surfaces at the next await; until then it must not count as unhandled
     inFlight.catch(() => undefined);
     batch = [];
