@@ -352,3 +352,17 @@ describe('items', () => {
     expect((await alice.get(`/v1/lists/${lid}`)).body.count).toBe(4);
   });
 });
+
+describe('?href= import guards', () => {
+  it('refuses a private address unless commands.importAllowPrivate (403 IMPORT_FORBIDDEN, nothing created)', async () => {
+    const guarded = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false } } });
+    try {
+      const c = guarded.client.withToken(await guarded.token('alice', ['user']));
+      const res = await c.post(`/v1/lists?href=${encodeURIComponent(`${sourceUrl}/list.csv`)}`);
+      expect([res.status, res.body.code]).toEqual([403, 'IMPORT_FORBIDDEN']);
+      expect((await c.get('/v1/lists')).status).toBe(404);
+    } finally {
+      await guarded.close();
+    }
+  });
+});
