@@ -159,6 +159,8 @@ describe('POST /lists', () => {
     expect(quote.body.details).toMatchObject({ row: 32, column: 'item.metadata.name' });
     const fields = await post(alice, 'item.href,item.metadata.name\r\n/a,b,c\r\n', 'text/csv');
     expect([fields.status, fields.body.details.row]).toEqual([400, 2]);
+    const short = await post(alice, 'item.href,item.metadata.name\r\n/a,b\r\n/c\r\n', 'text/csv');
+    expect([short.status, short.body.code, short.body.details.row]).toEqual([400, 'INVALID_CSV', 3]);
     const rlist = await post(alice, '[DOCUMENT_1]\r\nHREF="/a"\r\n[DOCUMENT_2]\r\nNAME="no href"\r\n', 'application/rli');
     expect([rlist.status, rlist.body.code, rlist.body.details]).toMatchObject([400, 'INVALID_RLIST', { section: 'DOCUMENT_2', key: 'HREF' }]);
     const broken = await post(alice, '[DOCUMENT_1]\r\nHREF="/a"\r\n[DOCUMENT_2\r\nHREF="/b"\r\n', 'application/rli');
