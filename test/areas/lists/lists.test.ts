@@ -167,6 +167,10 @@ describe('POST /lists', () => {
     expect([broken.status, broken.body.code, broken.body.details.section]).toEqual([400, 'INVALID_RLIST', 'DOCUMENT_2']);
     const json = await alice.post('/v1/lists', { embedded: { listItems: [{ href: '/a' }, { href: '' }] } });
     expect([json.status, json.body.details.issues[0].path]).toEqual([400, 'body.embedded.listItems.1.href']);
+    const deep = await post(alice, `{"metadata":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`, 'application/json');
+    expect([deep.status, deep.body.code]).toEqual([400, 'JSON_TOO_DEEP']);
+    const jsonNul = await alice.post('/v1/lists', { embedded: { listItems: [{ href: '/a', metadata: { k: 'x\u0000y' } }] } });
+    expect([jsonNul.status, jsonNul.body.code]).toEqual([400, 'INVALID_CHARACTER']);
     const nul = await post(alice, 'item.href\r\n/a\u0000b\r\n', 'text/csv');
     expect(nul.status).toBe(400);
     const tooMany = await post(alice, `item.href\r\n${'/x\r\n'.repeat(51)}`, 'text/csv');
