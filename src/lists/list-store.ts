@@ -311,6 +311,16 @@ export async function pageItems(sql: Sql, lid: string, q: ListQuery): Promise<It
   return rows;
 }
 
+/** The first `limit` items of each of several lists, by index, in one statement (list embeds). */
+export async function firstItemsOf(sql: Sql, lids: readonly string[], limit: number): Promise<Map<string, ItemRow[]>> {
+  const out = new Map<string, ItemRow[]>(lids.map((lid) => [lid, []]));
+  if (lids.length === 0) return out;
+  const { rows } = await sql.query<ItemRow>(
+    `SELECT ${ITEM_COLS} FROM list_items WHERE lid = ANY($1::uuid[]) AND position < $2 ORDER BY lid, position`, [lids, limit]);
+  for (const row of rows) out.get(row.lid)?.push(row);
+  return out;
+}
+
 /**
  * Streams a list's items in index order, a keyset page at a time (each page
  * its own statement, so no transaction or cursor stays open while a slow

@@ -56,11 +56,12 @@ export function listRoutes(s: Services, lists: ListService): Router {
     const q = parseListQuery(query(ctx), ['embed']);
     const p = principal(ctx);
     const rows = await lists.list(p, q);
-    ctx.body = await Promise.all(rows.map(async (l) => {
+    const items = embed.has('items') ? await lists.firstItems(rows.map((l) => l.lid), EMBEDDED_ITEMS) : undefined;
+    ctx.body = rows.map((l) => {
       const embedded = embeddedParts(embed, () => lists.permissions(p, l));
-      if (embed.has('items')) embedded.listItems = (await lists.firstItems(l.lid, EMBEDDED_ITEMS)).map((i) => presentItem(i));
+      if (items) embedded.listItems = (items.get(l.lid) ?? []).map((i) => presentItem(i));
       return Object.keys(embedded).length > 0 ? { ...presentList(l), embedded } : presentList(l);
-    }));
+    });
   });
 
   router.post('/lists', async (ctx) => {
