@@ -6,6 +6,7 @@ import type { ListQuery } from '../query/tree.js';
 import { toSql } from '../query/to-sql.js';
 import type { Sql, Tx } from '../storage/driver/database.js';
 import { docRef } from './doc-href.js';
+import { itemId } from './item-id.js';
 import type { ListItem, Metadata } from './formats/index.js';
 import { mergeMetadata } from './merge-metadata.js';
 
@@ -156,26 +157,32 @@ export async function deleteList(sql: Sql, lid: string): Promise<boolean> {
 
 // ---------------------------------------------------------------- items
 
-/** Column arrays of items, for one `unnest` INSERT (one parameter per column, whatever the row count). */
-function columns(items: readonly ListItem[]) {
+/**
+ * Column arrays of items, for one INSERT of many rows (one parameter per
+ * column, whatever the row count). Metadata goes as one JSON array: pg would
+ * otherwise escape every quote of every object into an array literal, the
+ * costliest step of a large import.
+ */
+function columns(items: readonly ListItem[]): [string[], string[], (string | null)[], (string | null)[], string] {
   const ids: string[] = new Array<string>(items.length);
   const hrefs: string[] = new Array<string>(items.length);
   const sids: (string | null)[] = new Array<string | null>(items.length);
   const uuids: (string | null)[] = new Array<string | null>(items.length);
-  const metas: string[] = new Array<string>(items.length);
+  const metas: Metadata[] = new Array<Metadata>(items.length);
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
     const ref = docRef(item.href);
-    ids[i] = randomUUID();
+    ids[i] = itemId();
     hrefs[i] = item.href;
     sids[i] = ref?.sid ?? null;
     uuids[i] = ref?.uuid ?? null;
-    metas[i] = JSON.stringify(item.metadata);
+    metas[i] = item.metadata;
   }
-  return [ids, hrefs, sids, uuids, metas];
+  return [ids, hrefs, sids, uuids, JSON.stringify(metas)];
 }
 
-const UNNEST = `unnest($2::uuid[], $3::text[], $4::text[], $5::uuid[], $6::jsonb[]) WITH ORDINALITY AS x(id, href, doc_sid, doc_uuid, metadata, ord)`;
+// ROWS FROM zips the columns by position; WITH ORDINALITY numbers the rows from 1
+const UNNEST = `ROWS FROM (unnest($2::uuid[]), unnest($3::text[]), unnest($4::text[]), unnest($5::uuid[]), jsonb_array_elements($6::jsonb)) WITH ORDINALITY AS x(id, href, doc_sid, doc_uuid, metadata, ord)`;
 
 /**
  * Appends items at the end, in one statement: the list's counter is bumped
@@ -304,6 +311,16 @@ export async function pageItems(sql: Sql, lid: string, q: ListQuery): Promise<It
   return rows;
 }
 
+/** The first `limit` items of each of several lists, by index, in one statement (list embeds). */
+export async function firstItemsOf(sql: Sql, lids: readonly string[], limit: number): Promise<Map<string, ItemRow[]>> {
+  const out = new Map<string, ItemRow[]>(lids.map((lid) => [lid, []]));
+  if (lids.length === 0) return out;
+  const { rows } = await sql.query<ItemRow>(
+    `SELECT ${ITEM_COLS} FROM list_items WHERE lid = ANY($1::uuid[]) AND position < $2 ORDER BY lid, position`, [lids, limit]);
+  for (const row of rows) out.get(row.lid)?.push(row);
+  return out;
+}
+
 /**
  * Streams a list's items in index order, a keyset page at a time (each page
  * its own statement, so no transaction or cursor stays open while a slow
@@ -322,11 +339,30 @@ export async function* exportItems(sql: Sql, lid: string, pageSize = 1000): Asyn
   }
 }
 
+const COPY_ITEMS = 'COPY list_items (id, lid, position, href, doc_sid, doc_uuid, metadata) FROM STDIN';
+
+// COPY's text format: backslash, tab, newline and carriage return are escaped; \N is null
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const copyText = (v: string) => (COPY_SPECIAL.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : v);
+
+/** A chunk of items as COPY text rows, positions from `first`. */
+function copyRows(lid: string, first: number, items: readonly ListItem[]): string {
+  let out = '';
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const ref = docRef(item.href);
+    out += `${itemId()}\t${lid}\t${first + i}\t${copyText(item.href)}\t${ref ? `${copyText(ref.sid)}\t${ref.uuid}` : '\\N\t\\N'}\t${copyText(JSON.stringify(item.metadata))}\n`;
+  }
+  return out;
+}
+
 /**
  * Inserts items as they arrive from `items` (a parser's output) at the end of
- * the list, inside the caller's transaction: multi-row `unnest` INSERTs of
- * `chunk` rows, the next chunk being gathered while the previous one is in
- * flight. The list row stays locked until the transaction ends; its counter
+ * the list, inside the caller's transaction: chunks of `chunk` rows, each
+ * one `COPY … FROM STDIN` where the driver has it (PostgreSQL) or one
+ * multi-row INSERT (PGlite), the next chunk being gathered while the
+ * previous one is in flight. The list row stays locked until the transaction ends; its counter
  * is set once at the end. A failing iterator (a bad row) rejects, and the
  * caller's rollback removes everything. Returns the number inserted.
  */
@@ -340,12 +376,17 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
   const flush = async () => {
     if (inFlight) await inFlight;
     if (batch.length === 0) return;
-    const [ids, hrefs, sids, uuids, metas] = columns(batch);
-    inFlight = tx.query(
-      `INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid, metadata)
-       SELECT x.id, $1, $7 + x.ord - 1, x.href, x.doc_sid, x.doc_uuid, x.metadata FROM ${UNNEST}`,
-      [lid, ids, hrefs, sids, uuids, metas, base + count - batch.length],
-    ).catch(throwSqlError);
+    const first = base + count - batch.length;
+    if (tx.copyFrom) {
+      inFlight = tx.copyFrom(COPY_ITEMS, copyRows(lid, first, batch)).catch(throwSqlError);
+    } else {
+      const [ids, hrefs, sids, uuids, metas] = columns(batch);
+      inFlight = tx.query(
+        `INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid, metadata)
+         SELECT x.id, $1, $7 + x.ord - 1, x.href, x.doc_sid, x.doc_uuid, x.metadata FROM ${UNNEST}`,
+        [lid, ids, hrefs, sids, uuids, metas, first],
+      ).catch(throwSqlError);
+    }
     // an error surfaces at the next await; until then it must not count as unhandled
     inFlight.catch(() => undefined);
     batch = [];

@@ -119,6 +119,19 @@ for (const [driver, open] of bothDrivers()) {
       expect(filtered.map((r) => r.position)).toEqual([11]);
     });
 
+    it('reads the first items of several lists in one statement', async () => {
+      const a = await newList();
+      const b = await newList();
+      const empty = await newList();
+      await store.appendItems(db, a.lid, items(5));
+      await store.appendItems(db, b.lid, items(2, 10));
+      const first = await store.firstItemsOf(db, [a.lid, b.lid, empty.lid], 3);
+      expect(first.get(a.lid)!.map((r) => r.href)).toEqual(['/doc/0', '/doc/1', '/doc/2']);
+      expect(first.get(b.lid)!.map((r) => r.href)).toEqual(['/doc/10', '/doc/11']);
+      expect(first.get(empty.lid)).toEqual([]);
+      expect((await store.firstItemsOf(db, [], 3)).size).toBe(0);
+    });
+
     it('lists per-user lists, limited to an owner', async () => {
       const mine = await newList('zed');
       await store.createList(db, { kind: 'user', creator: 'other', owner: 'zed' });

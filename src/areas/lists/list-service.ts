@@ -143,9 +143,9 @@ export class ListService {
     return rows;
   }
 
-  /** The first items of a list the caller was shown (`GET /lists?embed=items`). */
-  firstItems(lid: string, limit: number): Promise<ItemRow[]> {
-    return store.pageItems(this.o.db, lid, { offset: 0, limit, sort: [] });
+  /** The first items of lists the caller was shown (`GET /lists?embed=items`), by lid. */
+  firstItems(lids: readonly string[], limit: number): Promise<Map<string, ItemRow[]>> {
+    return store.firstItemsOf(this.o.db, lids, limit);
   }
 
   /** Every item in index order, streamed (for exports and `embed=items`). */

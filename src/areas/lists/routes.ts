@@ -56,18 +56,26 @@ export function listRoutes(s: Services, lists: ListService): Router {
     const q = parseListQuery(query(ctx), ['embed']);
     const p = principal(ctx);
     const rows = await lists.list(p, q);
-    ctx.body = await Promise.all(rows.map(async (l) => {
+    const items = embed.has('items') ? await lists.firstItems(rows.map((l) => l.lid), EMBEDDED_ITEMS) : undefined;
+    ctx.body = rows.map((l) => {
       const embedded = embeddedParts(embed, () => lists.permissions(p, l));
-      if (embed.has('items')) embedded.listItems = (await lists.firstItems(l.lid, EMBEDDED_ITEMS)).map((i) => presentItem(i));
+      if (items) embedded.listItems = (items.get(l.lid) ?? []).map((i) => presentItem(i));
       return Object.keys(embedded).length > 0 ? { ...presentList(l), embedded } : presentList(l);
-    }));
+    });
   });
 
   router.post('/lists', async (ctx) => {
     const href = single(query(ctx), 'href');
     if (href !== undefined && hasBody(ctx)) throw new AppError('HREF_AND_BODY', 'give the list either as the body or as ?href=, not both');
     const input = href !== undefined ? { href } : { contentType: ctx.get('content-type') || undefined, body: requestBody(ctx) };
-    ctx.body = presentList(await lists.create(principal(ctx), input));
+    try {
+      ctx.body = presentList(await lists.create(principal(ctx), input));
+    } catch (err) {
+      // a rejected import may leave most of a large body unsent: close the connection after the
+      // answer instead of reading (possibly 100s of MB of) the rest
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
+      throw err;
+    }
   });
 
   router.get('/lists/:lid', async (ctx) => {

@@ -71,6 +71,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
           await client.query(text);
         },
         afterCommit: (cb) => void committed.push(cb),
+        copyFrom: (statement, data) => copyIn(client, statement, data),
       };
       try {
         await client.query('BEGIN');
@@ -120,4 +121,44 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
       await pool.end();
     },
   };
+}
+
+/**
+ * `COPY … FROM STDIN` over a pool client, as a pg "submittable" (the protocol
+ * pg-copy-streams speaks, for one buffer): send the statement, answer the
+ * server's CopyInResponse with the data and CopyDone, resolve at
+ * ReadyForQuery with the row count of CommandComplete. An error (a bad row)
+ * rejects with pg's error, SQLSTATE in `code`, for `sql-errors.ts`; the
+ * client stays usable (its next statement waits for ReadyForQuery).
+ */
+function copyIn(client: pg.PoolClient, statement: string, data: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let rows = 0;
+    const submittable = {
+      submit(connection: { query(text: string): void }) {
+        connection.query(statement);
+      },
+      handleCopyInResponse(connection: { sendCopyFromChunk(b: Buffer): void; endCopyFrom(): void }) {
+        connection.sendCopyFromChunk(Buffer.from(data, 'utf8'));
+        connection.endCopyFrom();
+      },
+      handleCommandComplete(msg: { text?: string }) {
+        rows = Number(/(\d+)$/.exec(msg.text ?? '')?.[1] ?? 0);
+      },
+      // pg drops a failed statement before ReadyForQuery and reports only here
+      handleError(err: Error) {
+        reject(err);
+      },
+      handleReadyForQuery() {
+        resolve(rows);
+      },
+      // pg calls these for other statements; a COPY answers none of them
+      handleRowDescription() {},
+      handleDataRow() {},
+      handlePortalSuspended() {},
+      handleEmptyQuery() {},
+      handleCopyData() {},
+    };
+    (client as unknown as { query(s: unknown): unknown }).query(submittable);
+  });
 }

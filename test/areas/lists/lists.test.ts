@@ -159,12 +159,18 @@ describe('POST /lists', () => {
     expect(quote.body.details).toMatchObject({ row: 32, column: 'item.metadata.name' });
     const fields = await post(alice, 'item.href,item.metadata.name\r\n/a,b,c\r\n', 'text/csv');
     expect([fields.status, fields.body.details.row]).toEqual([400, 2]);
+    const short = await post(alice, 'item.href,item.metadata.name\r\n/a,b\r\n/c\r\n', 'text/csv');
+    expect([short.status, short.body.code, short.body.details.row]).toEqual([400, 'INVALID_CSV', 3]);
     const rlist = await post(alice, '[DOCUMENT_1]\r\nHREF="/a"\r\n[DOCUMENT_2]\r\nNAME="no href"\r\n', 'application/rli');
     expect([rlist.status, rlist.body.code, rlist.body.details]).toMatchObject([400, 'INVALID_RLIST', { section: 'DOCUMENT_2', key: 'HREF' }]);
     const broken = await post(alice, '[DOCUMENT_1]\r\nHREF="/a"\r\n[DOCUMENT_2\r\nHREF="/b"\r\n', 'application/rli');
     expect([broken.status, broken.body.code, broken.body.details.section]).toEqual([400, 'INVALID_RLIST', 'DOCUMENT_2']);
     const json = await alice.post('/v1/lists', { embedded: { listItems: [{ href: '/a' }, { href: '' }] } });
     expect([json.status, json.body.details.issues[0].path]).toEqual([400, 'body.embedded.listItems.1.href']);
+    const deep = await post(alice, `{"metadata":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`, 'application/json');
+    expect([deep.status, deep.body.code]).toEqual([400, 'JSON_TOO_DEEP']);
+    const jsonNul = await alice.post('/v1/lists', { embedded: { listItems: [{ href: '/a', metadata: { k: 'x\u0000y' } }] } });
+    expect([jsonNul.status, jsonNul.body.code]).toEqual([400, 'INVALID_CHARACTER']);
     const nul = await post(alice, 'item.href\r\n/a\u0000b\r\n', 'text/csv');
     expect(nul.status).toBe(400);
     const tooMany = await post(alice, `item.href\r\n${'/x\r\n'.repeat(51)}`, 'text/csv');
@@ -350,5 +356,19 @@ describe('items', () => {
     expect([a, b, c, d]).not.toContain(appended.body.id);
     expect((await bob.delete(`/v1/lists/${lid}/items/${a}`)).status).toBe(404);
     expect((await alice.get(`/v1/lists/${lid}`)).body.count).toBe(4);
+  });
+});
+
+describe('?href= import guards', () => {
+  it('refuses a private address unless commands.importAllowPrivate (403 IMPORT_FORBIDDEN, nothing created)', async () => {
+    const guarded = await startTestRuntime({ overrides: { commands: { importAllowPrivate: false } } });
+    try {
+      const c = guarded.client.withToken(await guarded.token('alice', ['user']));
+      const res = await c.post(`/v1/lists?href=${encodeURIComponent(`${sourceUrl}/list.csv`)}`);
+      expect([res.status, res.body.code]).toEqual([403, 'IMPORT_FORBIDDEN']);
+      expect((await c.get('/v1/lists')).status).toBe(404);
+    } finally {
+      await guarded.close();
+    }
   });
 });

@@ -1,0 +1,154 @@
+/**
+ * CSV import benchmark (docs/benchmarks.md): a 1,000,000-row CSV posted as
+ * ONE task (`POST /v1/services/demo/tasks`, `Content-Type: text/csv`) or as
+ * one per-user list (`--target lists`: `POST /v1/lists`), against csv-parse
+ * alone reading the same file, one run each.
+ *
+ *   npm run bench:csv -- [--rows 1000000] [--target tasks|lists] [--server compiled|tsx] [--profile-dir DIR]
+ *
+ * - **csv-parse alone**: `fs.createReadStream(file)` piped into `parse()`
+ *   (default options plus `bom`), records counted in a `for await`; rows/s.
+ * - **service**: a child server (bench/server.ts: API and workers in one
+ *   process, PostgreSQL, the default configuration with `lists.maxItems`
+ *   raised to fit). Timed: from the first byte sent to the 200 answer, i.e.
+ *   the request streamed through the parser into the store in one
+ *   transaction, committed. The server's RSS is sampled every 50 ms
+ *   (VmRSS, /proc/<pid>/status) and VmHWM read at the end; the item count is
+ *   checked in the database.
+ *
+ * Prints a table, the ratio (target >= 0.5) and one JSON line with every figure.
+ */
+import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { once } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { parse } from 'csv-parse';
+import pg from 'pg';
+import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procMemory, RssSampler, spawnServer } from './lib.js';
+
+const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    target: { type: 'string', default: 'tasks' },
+    server: { type: 'string', default: 'compiled' },
+    'profile-dir': { type: 'string' },
+  },
+  strict: true,
+});
+const rows = Number(args.rows);
+if (!Number.isInteger(rows) || rows < 1) throw new Error('--rows: a positive whole number');
+const target = args.target;
+if (target !== 'tasks' && target !== 'lists') throw new Error('--target: tasks or lists');
+const [mode] = parseModes(args.server);
+
+/** Writes the CSV: a header and `n` rows of a repository href and two metadata columns (about 90 bytes a row). */
+async function writeCsv(file: string, n: number): Promise<void> {
+  const out = createWriteStream(file);
+  out.write('item.href,item.metadata.name,item.metadata.copies\r\n');
+  let batch = '';
+  for (let i = 0; i < n; i++) {
+    batch += `/v1/services/store/repo/${randomUUID()},"Document ${i}, page 1",${i % 5}\r\n`;
+    if (batch.length > 256 * 1024) {
+      if (!out.write(batch)) await once(out, 'drain');
+      batch = '';
+    }
+  }
+  out.end(batch);
+  await once(out, 'finish');
+}
+
+async function parserAlone(file: string): Promise<{ seconds: number; rowsPerSecond: number; records: number }> {
+  const start = process.hrtime.bigint();
+  let records = 0;
+  for await (const _ of createReadStream(file).pipe(parse({ bom: true }))) records++;
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return { seconds, rowsPerSecond: (records - 1) / seconds, records: records - 1 };
+}
+
+/** A server child whose CONFIG raises `lists.maxItems` to fit the file (the child inherits the environment). */
+async function startServer(compiledDir: string | undefined, nodeArgs: string[]) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-csv-'));
+  const file = path.join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify({ lists: { maxItems: rows + 1 } }));
+  process.env.CONFIG = file;
+  try {
+    return await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir, timeoutMs: 120_000 });
+  } finally {
+    delete process.env.CONFIG;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function postFile(url: string, token: string, file: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST', agent: false,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv', 'content-length': statSync(file).size },
+    }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(parts).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    createReadStream(file).pipe(req);
+  });
+}
+
+async function service(file: string, compiledDir: string | undefined) {
+  const nodeArgs = args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-dir']}`] : [];
+  const server = await startServer(compiledDir, nodeArgs);
+  const { url, token, schema, pid } = server.info as { url: string; token: string; schema: string; pid: number };
+  const db = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  try {
+    const before = procMemory(pid)!;
+    const sampler = new RssSampler(pid, 50).start();
+    const cpu0 = machineCpu();
+    const start = process.hrtime.bigint();
+    const res = await postFile(target === 'tasks' ? `${url}/v1/services/demo/tasks` : `${url}/v1/lists`, token, file);
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const cpu1 = machineCpu();
+    sampler.stop();
+    const after = procMemory(pid)!;
+    if (res.status !== 200) throw new Error(`POST answered ${res.status}: ${res.body.slice(0, 500)}`);
+    const { rows: counted } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".list_items`);
+    if (counted[0]!.n !== rows) throw new Error(`expected ${rows} items in the database, found ${counted[0]!.n}`);
+    return {
+      seconds, rowsPerSecond: rows / seconds, items: counted[0]!.n,
+      rssBeforeMiB: before.rss / MiB, rssPeakMiB: Math.max(sampler.peak, after.rss) / MiB, rssAfterMiB: after.rss / MiB, hwmMiB: after.hwm / MiB,
+      rssSamples: sampler.samples, busyCores: busyCores(cpu0, cpu1),
+    };
+  } finally {
+    await db.end();
+    await server.stop();
+  }
+}
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-csv-file-'));
+const file = path.join(dir, 'rows.csv');
+const load0 = os.loadavg();
+let compiled: Awaited<ReturnType<typeof compileServers>> | undefined;
+try {
+  await writeCsv(file, rows);
+  const sizeMiB = statSync(file).size / MiB;
+  compiled = mode === 'compiled' ? await compileServers() : undefined;
+  const floor = await parserAlone(file);
+  if (floor.records !== rows) throw new Error(`csv-parse read ${floor.records} rows, expected ${rows}`);
+  const ours = await service(file, compiled?.dir);
+  const ratio = ours.rowsPerSecond / floor.rowsPerSecond;
+  printTable(['what', 'seconds', 'rows/s', 'peak RSS MiB'], [
+    [`csv-parse alone, ${rows} rows (${fmt(sizeMiB, 0)} MiB)`, fmt(floor.seconds, 2), fmt(floor.rowsPerSecond, 0), '-'],
+    [`service: one ${target === 'tasks' ? 'task' : 'list'} (POST text/csv, ${mode})`, fmt(ours.seconds, 2), fmt(ours.rowsPerSecond, 0), fmt(ours.rssPeakMiB, 0)],
+  ]);
+  console.log(`ratio service / csv-parse: ${fmt(ratio, 2)} (target >= 0.5); server peak RSS ${fmt(ours.rssPeakMiB, 0)} MiB (VmHWM ${fmt(ours.hwmMiB, 0)} MiB; target < 300)`);
+  console.log(JSON.stringify({ bench: 'csv-import', rows, target, server: mode, sizeMiB, floor, service: ours, ratio, loadavgBefore: load0, loadavgAfter: os.loadavg() }));
+} finally {
+  compiled?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+}
