@@ -48,6 +48,8 @@ const { values: args } = parseArgs({
     server: { type: 'string', default: 'compiled' },
     items: { type: 'string', default: '1000' },
     'per-job': { type: 'string', default: '1,25,100' },
+    /** queues.concurrency for the tasks queue (default: the configuration's, 4). */
+    concurrency: { type: 'string' },
     /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
     'profile-dir': { type: 'string' },
   },
@@ -98,7 +100,11 @@ async function lanes(count: number, width: number, fn: (i: number) => Promise<vo
 async function startServer(compiledDir: string | undefined, perJob?: number, nodeArgs: string[] = []) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-tasks-'));
   const file = path.join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify(perJob ? { queues: { taskItemsPerJob: perJob } } : {}));
+  const queues = {
+    ...(perJob ? { taskItemsPerJob: perJob } : {}),
+    ...(args.concurrency ? { concurrency: { default: 4, tasks: Number(args.concurrency) } } : {}),
+  };
+  writeFileSync(file, JSON.stringify({ queues }));
   process.env.CONFIG = file;
   try {
     return await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir });
@@ -233,7 +239,7 @@ if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }
 console.log(JSON.stringify({
-  bench: 'tasks', tasks: n, connections, server: mode, bare: floor, service: ours, ratio, bigTask: big,
+  bench: 'tasks', tasks: n, connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, bigTask: big,
   loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
 }));
 agent.destroy();
