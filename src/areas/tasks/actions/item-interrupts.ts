@@ -19,7 +19,7 @@ export class ItemInterrupts {
 
   constructor(private readonly db: Database, private readonly log: Logger) {}
 
-  /** Starts listening (once per process; worker processes only). Failures are logged and retried on the next call. */
+  /** Starts listening (once per process; worker processes only). A failure is logged and tried again with the next item. */
   listen(): void {
     this.listening ??= this.db.listen(CHANNEL, (payload) => {
       if (payload === null) return; // a reconnect: see the class comment
@@ -33,6 +33,7 @@ export class ItemInterrupts {
 
   /** An item's controller, aborted by `interrupt(tid)` and by the job's own signal (shutdown, lost lock). */
   track(tid: string, jobSignal: AbortSignal): { signal: AbortSignal; done(): void } {
+    this.listen(); // a failed listen is tried again here
     const ctl = new AbortController();
     const onJob = () => ctl.abort(new ItemInterrupted('shutdown'));
     if (jobSignal.aborted) onJob();
