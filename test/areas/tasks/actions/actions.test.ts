@@ -280,4 +280,20 @@ describe('the work', () => {
     expect((await act(tid, 'abort')).status).toBe(204);
     expect(await pendingOf(tid)).toEqual([]);
   });
+
+  it('a new run drops the rows of items removed from the input list and runs the added ones', async () => {
+    const { tid, items } = await task({ items: [{}, {}, {}] });
+    expect((await act(tid, 'start')).status).toBe(204);
+    await waitStatus(tid, ['completed']);
+    expect((await api.delete(`/v1/services/work/tasks/${tid}/input/${items[1]}`)).status).toBe(204);
+    const added = await api.post(`/v1/services/work/tasks/${tid}/input`, { href: 'https://example.org/late.pdf' });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    expect((await act(tid, 'start')).status).toBe(204);
+    await waitStatus(tid, ['completed']);
+    const stats = await cstats(tid);
+    expect(Object.values(stats).map((e) => e.item).sort()).toEqual([items[0], items[2], added.body.id].sort());
+    const counts = await effectCounts(db(), 'work', tid);
+    expect(counts.get(items[0]!)).toBe(1);
+    expect(counts.get(added.body.id as string)).toBe(1);
+  });
 });
