@@ -36,7 +36,7 @@ import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { compileServers, fmt, machineCpu, busyCores, parseModes, printTable, spawnServer } from './lib.js';
+import { compileServers, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -146,7 +146,7 @@ async function bigTask(compiledDir: string | undefined, perJob: number): Promise
   }
 }
 
-async function service(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; createSeconds: number; startsSeconds: number }> {
+async function service(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number }> {
   const server = await startServer(compiledDir, undefined, args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : []);
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
@@ -163,6 +163,7 @@ async function service(compiledDir: string | undefined): Promise<{ seconds: numb
       tids.push(res.json.tid as string);
     });
     const createSeconds = (performance.now() - c0) / 1000;
+    const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
     const t0 = performance.now();
     await lanes(n, connections, async (i) => {
       const res = await call('POST', `${url}/v1/services/demo/tasks/${tids[i]}/action`, token, { action: 'start' });
@@ -171,8 +172,9 @@ async function service(compiledDir: string | undefined): Promise<{ seconds: numb
     const startsSeconds = (performance.now() - t0) / 1000;
     await waitCompleted(db, schema, n);
     const seconds = (performance.now() - t0) / 1000;
+    const serverCpuMsPerTask = (((procCpuSeconds(server.info.pid) ?? 0) - cpu0) * 1000) / n;
     if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
-    return { seconds, perSecond: n / seconds, createSeconds, startsSeconds };
+    return { seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask };
   } finally {
     await db.end();
     await server.stop();
@@ -234,7 +236,7 @@ printTable(['what', 'seconds', 'per second'], [
   [`bare BullMQ: ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
 ]);
-console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s`);
+console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms per task`);
 if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }
