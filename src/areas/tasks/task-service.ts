@@ -6,7 +6,7 @@ import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Database, Tx } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
-import { mergeMetadata } from '../repository/repository-service.js';
+import { mergeMetadata } from '../../lists/merge-metadata.js';
 import { metadataProblem } from '../repository/metadata-rules.js';
 import * as store from './task-store.js';
 import { ACTIVE_STATUSES } from './actions/task-states.js';
