@@ -296,4 +296,28 @@ describe('the work', () => {
     expect(counts.get(items[0]!)).toBe(1);
     expect(counts.get(added.body.id as string)).toBe(1);
   });
+
+  it('ten concurrent starts of one task: one 204, nine 409, one run', async () => {
+    const { tid } = await task({ items: [{}, {}] });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => act(tid, 'start')));
+    expect(answers.map((a) => a.status).sort()).toEqual([204, ...Array(9).fill(409)]);
+    await waitStatus(tid, ['completed']);
+    const { rows } = await db().query<{ run: number }>('SELECT run FROM tasks WHERE tid = $1', [tid]);
+    expect(rows[0]!.run).toBe(1);
+  });
+
+  it('pause and resume in quick succession while items run: each item still processed exactly once', async () => {
+    const { tid, items } = await task({ items: Array.from({ length: 16 }, () => ({ metadata: { mock: { delayMs: 40 } } })) });
+    expect((await act(tid, 'start')).status).toBe(204);
+    for (let i = 0; i < 6; i++) {
+      await new Promise((r) => setTimeout(r, 30));
+      const pause = await act(tid, 'pause');
+      if (pause.status === 409) break; // completed already
+      expect(pause.status).toBe(204);
+      expect((await act(tid, 'resume')).status).toBe(204);
+    }
+    await waitStatus(tid, ['completed']);
+    const counts = await effectCounts(db(), 'work', tid);
+    expect(items.map((i) => counts.get(i))).toEqual(Array(16).fill(1));
+  });
 });
