@@ -62,7 +62,7 @@ export class ActionService {
       if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
       this.check(p, sid, tid, moved);
       await store.closeOpenItems(tx, tid, action === 'pause' ? 'paused' : 'aborted', action === 'pause' ? 'task paused' : 'task aborted');
-      await notifyInterrupt(tx, tid, action === 'pause' ? 'pause' : 'abort');
+      await notifyInterrupt(tx, tid, moved.run, action === 'pause' ? 'pause' : 'abort');
       return undefined;
     });
     // nothing left to run (every item done, or an empty input list): the status follows at once

@@ -60,7 +60,7 @@ export class ItemRunner {
 
   /** Runs one claimed item; true when a final report of it was stored. */
   private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext): Promise<boolean> {
-    const tracked = this.d.interrupts.track(item.tid, job.signal);
+    const tracked = this.d.interrupts.track(item.tid, run, job.signal);
     let final = false;
     const report = async (r: Omit<ItemReport, 'item'>, effect?: ItemEffect): Promise<boolean> => {
       const full = { ...r, item: item.id };

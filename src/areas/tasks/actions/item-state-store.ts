@@ -83,6 +83,9 @@ export async function startRun(
        SELECT $1, todo.id, moved.run, todo.chunk, 'queued', 'queued', NULL FROM todo, moved
        ON CONFLICT (tid, item) DO UPDATE SET run = EXCLUDED.run, chunk = EXCLUDED.chunk, outcome = 'queued',
          handed_off = false, state = 'queued', message = NULL, updated = now()
+       -- checked on the row's latest version: an item whose final report committed while this
+       -- statement ran (after its snapshot) stays done and is not run again
+       WHERE task_items.outcome <> 'done'
        RETURNING chunk)
      SELECT moved.run, moved.creator, moved.owner,
        COALESCE((SELECT array_agg(DISTINCT chunk ORDER BY chunk) FROM queued), '{}') AS chunks

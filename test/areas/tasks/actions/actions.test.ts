@@ -7,6 +7,8 @@ import { AREAS } from '../../../../src/areas/index.js';
 import { tasksArea } from '../../../../src/areas/tasks/index.js';
 import { reconcile } from '../../../../src/worker/reconciler.js';
 import { itemReporter } from '../../../../src/areas/tasks/actions/item-reporter.js';
+import { ItemInterrupts } from '../../../../src/areas/tasks/actions/item-interrupts.js';
+import { ItemInterrupted } from '../../../../src/connectors/facets/tasks.js';
 import { reportedItems } from '../../../../src/areas/tasks/actions/item-state-store.js';
 import type { TestClient } from '../../../helpers/client.js';
 import { TEST_SERVICES, eventually, startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
@@ -319,5 +321,21 @@ describe('the work', () => {
     await waitStatus(tid, ['completed']);
     const counts = await effectCounts(db(), 'work', tid);
     expect(items.map((i) => counts.get(i))).toEqual(Array(16).fill(1));
+  });
+
+  it("a pause's late notification interrupts the items of its run, never those of the run after it", async () => {
+    const interrupts = new ItemInterrupts(db(), rt.services.log);
+    const job = new AbortController();
+    const old = interrupts.track('t1', 1, job.signal);
+    const next = interrupts.track('t1', 2, job.signal);
+    const other = interrupts.track('t2', 1, job.signal);
+    expect(interrupts.interrupt('t1', 1, 'pause')).toBe(1);
+    expect(old.signal.reason).toEqual(new ItemInterrupted('pause'));
+    expect(next.signal.aborted).toBe(false);
+    expect(other.signal.aborted).toBe(false);
+    job.abort(); // the job's own signal (shutdown, lost lock) stops every item of it
+    expect(next.signal.reason).toBeInstanceOf(ItemInterrupted);
+    expect((next.signal.reason as ItemInterrupted).by).toBe('shutdown');
+    for (const t of [old, next, other]) t.done();
   });
 });
