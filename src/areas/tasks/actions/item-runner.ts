@@ -45,7 +45,7 @@ export class ItemRunner {
     try {
       for (const row of items) {
         if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
-        if (!(await store.claimItem(this.d.db, tid, row.item, run))) continue;
+        if (!row.claimed && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
         const item: TaskItem = {
           sid, tid, id: row.item, index: row.position, href: row.href,
           // effective metadata, lowest priority first: document, task, input list, item

@@ -112,17 +112,32 @@ export interface ChunkItem {
   item_metadata: Record<string, unknown>;
   list_metadata: Record<string, unknown>;
   doc_metadata: Record<string, unknown> | null;
+  /** Taken for this run by this very statement (the first item): no `claimItem` needed. */
+  claimed: boolean;
 }
 
 /**
  * The open items of one job of a run, in list order, with the document's
  * metadata when the href names one; none unless the task still processes
- * this run (paused, aborted, restarted or deleted meanwhile).
+ * this run (paused, aborted, restarted or deleted meanwhile). The first item
+ * is claimed in the same statement (as `claimItem` would: under its row
+ * lock, while the task processes this run), which saves a round trip per job;
+ * the others are claimed one by one when their turn comes.
  */
 export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
   const { rows } = await sql.query<ChunkItem>(
-    `SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
-       l.metadata AS list_metadata, e.metadata AS doc_metadata
+    `WITH first AS (
+       SELECT t.item FROM task_items t JOIN list_items li ON li.id = t.item
+       WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
+       ORDER BY li.position, li.id LIMIT 1),
+     claimed AS (
+       UPDATE task_items t SET outcome = 'running', updated = now() FROM first
+       WHERE t.tid = $1 AND t.item = first.item AND t.run = $2 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
+         AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $2)
+       RETURNING t.item)
+     SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
+       l.metadata AS list_metadata, e.metadata AS doc_metadata,
+       EXISTS (SELECT 1 FROM claimed c WHERE c.item = t.item) AS claimed
      FROM task_items t
      JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
      JOIN list_items li ON li.id = t.item
