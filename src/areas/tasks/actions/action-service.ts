@@ -44,8 +44,10 @@ export class ActionService {
 
   async act(p: Principal, sid: string, tid: string, action: TaskAction): Promise<void> {
     const facet = this.d.registry.get(sid).tasks;
-    if (!facet?.actions.includes(action)) {
-      throw new AppError('ACTION_UNSUPPORTED', `service "${sid}" does not offer the ${action} action`, { sid, action, actions: [...(facet?.actions ?? [])] });
+    // as on every task route: a service without the tasks facet has no tasks
+    if (!facet) throw new AppError('NO_TASKS', `service "${sid}" has no tasks`, { sid });
+    if (!facet.actions.includes(action)) {
+      throw new AppError('ACTION_UNSUPPORTED', `service "${sid}" does not offer the ${action} action`, { sid, action, actions: [...facet.actions] });
     }
     const { from, to } = TASK_TRANSITIONS[action];
     const ran = await this.d.db.transaction(async (tx) => {

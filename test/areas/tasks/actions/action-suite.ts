@@ -93,7 +93,7 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         expect(res.body).toMatchObject({ code: 'ACTION_UNSUPPORTED', details: { action: 'pause', actions: ['start'] } });
         expect(await statusOf(db(), tid)).toBe('processing');
         const store = await createTask(db(), { sid: 'store' });
-        expect((await act(store.tid, 'start', 'store')).body.code).toBe('ACTION_UNSUPPORTED');
+        expect((await act(store.tid, 'start', 'store')).body.code).toBe('NO_TASKS');
         expect((await act(randomUUID(), 'start')).body.code).toBe('TASK_NOT_FOUND');
         expect((await act(tid, 'start', 'work')).body.code).toBe('TASK_NOT_FOUND'); // another service's task
         expect((await act(tid, 'start', 'nosuch')).body.code).toBe('SERVICE_NOT_FOUND');
