@@ -36,7 +36,7 @@ import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { compileServers, fmt, machineCpu, busyCores, parseModes, printTable, spawnServer } from './lib.js';
+import { compileServers, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -48,6 +48,8 @@ const { values: args } = parseArgs({
     server: { type: 'string', default: 'compiled' },
     items: { type: 'string', default: '1000' },
     'per-job': { type: 'string', default: '1,25,100' },
+    /** queues.concurrency for the tasks queue (default: the configuration's, 4). */
+    concurrency: { type: 'string' },
     /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
     'profile-dir': { type: 'string' },
   },
@@ -98,7 +100,11 @@ async function lanes(count: number, width: number, fn: (i: number) => Promise<vo
 async function startServer(compiledDir: string | undefined, perJob?: number, nodeArgs: string[] = []) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-tasks-'));
   const file = path.join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify(perJob ? { queues: { taskItemsPerJob: perJob } } : {}));
+  const queues = {
+    ...(perJob ? { taskItemsPerJob: perJob } : {}),
+    ...(args.concurrency ? { concurrency: { default: 4, tasks: Number(args.concurrency) } } : {}),
+  };
+  writeFileSync(file, JSON.stringify({ queues }));
   process.env.CONFIG = file;
   try {
     return await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir });
@@ -140,7 +146,7 @@ async function bigTask(compiledDir: string | undefined, perJob: number): Promise
   }
 }
 
-async function service(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; createSeconds: number; startsSeconds: number }> {
+async function service(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number }> {
   const server = await startServer(compiledDir, undefined, args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : []);
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
@@ -157,6 +163,7 @@ async function service(compiledDir: string | undefined): Promise<{ seconds: numb
       tids.push(res.json.tid as string);
     });
     const createSeconds = (performance.now() - c0) / 1000;
+    const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
     const t0 = performance.now();
     await lanes(n, connections, async (i) => {
       const res = await call('POST', `${url}/v1/services/demo/tasks/${tids[i]}/action`, token, { action: 'start' });
@@ -165,8 +172,9 @@ async function service(compiledDir: string | undefined): Promise<{ seconds: numb
     const startsSeconds = (performance.now() - t0) / 1000;
     await waitCompleted(db, schema, n);
     const seconds = (performance.now() - t0) / 1000;
+    const serverCpuMsPerTask = (((procCpuSeconds(server.info.pid) ?? 0) - cpu0) * 1000) / n;
     if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
-    return { seconds, perSecond: n / seconds, createSeconds, startsSeconds };
+    return { seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask };
   } finally {
     await db.end();
     await server.stop();
@@ -228,12 +236,12 @@ printTable(['what', 'seconds', 'per second'], [
   [`bare BullMQ: ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
 ]);
-console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s`);
+console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms per task`);
 if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }
 console.log(JSON.stringify({
-  bench: 'tasks', tasks: n, connections, server: mode, bare: floor, service: ours, ratio, bigTask: big,
+  bench: 'tasks', tasks: n, connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, bigTask: big,
   loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
 }));
 agent.destroy();

@@ -90,8 +90,8 @@ export interface JobContext {
   readonly attempt: number;
   readonly finalAttempt: boolean;
   /**
-   * Aborted when the handler should stop: the job was cancelled (task abort
-   * and pause will use `WorkerPool.cancel`), its lock was lost (another worker
+   * Aborted when the handler should stop: the job was cancelled
+   * (`WorkerPool.cancel`), its lock was lost (another worker
    * may run it now), or the worker is shutting down and the drain period is
    * over. `signal.reason` says which. A handler passes it to fetches and
    * streams, or checks `signal.aborted` between steps, and then throws: the

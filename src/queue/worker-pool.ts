@@ -14,8 +14,8 @@ import { DEFAULT_LOCK_MS, MAX_STALLED_COUNT, connectionOf, outageLogger, within,
 export interface WorkerPool {
   /**
    * Asks the handler of a job running in this process to stop (its signal is
-   * aborted with `reason`); false when this process does not run it. A fleet-wide
-   * cancel (task abort) publishes the job id to every pool, which calls this.
+   * aborted with `reason`); false when this process does not run it. (Task
+   * pause and abort interrupt items, not jobs: `areas/tasks/actions/item-interrupts.ts`.)
    */
   cancel(jobId: string, reason?: string): boolean;
   /** Lets running jobs finish (up to `timeoutMs`), aborts the rest, then stops. */

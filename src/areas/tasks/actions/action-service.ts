@@ -44,24 +44,27 @@ export class ActionService {
 
   async act(p: Principal, sid: string, tid: string, action: TaskAction): Promise<void> {
     const facet = this.d.registry.get(sid).tasks;
-    if (!facet?.actions.includes(action)) {
-      throw new AppError('ACTION_UNSUPPORTED', `service "${sid}" does not offer the ${action} action`, { sid, action, actions: [...(facet?.actions ?? [])] });
+    // as on every task route: a service without the tasks facet has no tasks
+    if (!facet) throw new AppError('NO_TASKS', `service "${sid}" has no tasks`, { sid });
+    if (!facet.actions.includes(action)) {
+      throw new AppError('ACTION_UNSUPPORTED', `service "${sid}" does not offer the ${action} action`, { sid, action, actions: [...facet.actions] });
     }
     const { from, to } = TASK_TRANSITIONS[action];
     const ran = await this.d.db.transaction(async (tx) => {
       // the transition itself takes the row lock; rights are checked on the row it returns
-      // (a refusal rolls it back), so the common case is one statement
-      const moved = await store.transition(tx, sid, tid, from, to, action === 'start' || action === 'resume');
-      if (!moved) await this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
-      this.check(p, sid, tid, moved!);
-      const run = moved!.run;
+      // (a refusal rolls it back), so the common case is one statement and the outbox rows
       if (action === 'start' || action === 'resume') {
-        const chunks = await store.queueRun(tx, tid, run, this.d.itemsPerJob);
-        for (const chunk of chunks) await this.d.outbox.add(tx, 'task.items', { sid, tid, run, chunk });
-        return chunks.length;
+        const moved = await store.startRun(tx, sid, tid, from, to, this.d.itemsPerJob);
+        if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
+        this.check(p, sid, tid, moved);
+        for (const chunk of moved.chunks) await this.d.outbox.add(tx, 'task.items', { sid, tid, run: moved.run, chunk });
+        return moved.chunks.length;
       }
+      const moved = await store.transition(tx, sid, tid, from, to);
+      if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
+      this.check(p, sid, tid, moved);
       await store.closeOpenItems(tx, tid, action === 'pause' ? 'paused' : 'aborted', action === 'pause' ? 'task paused' : 'task aborted');
-      await notifyInterrupt(tx, tid, action === 'pause' ? 'pause' : 'abort');
+      await notifyInterrupt(tx, tid, moved.run, action === 'pause' ? 'pause' : 'abort');
       return undefined;
     });
     // nothing left to run (every item done, or an empty input list): the status follows at once

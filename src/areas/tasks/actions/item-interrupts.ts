@@ -7,24 +7,26 @@ const CHANNEL = 'task_interrupts';
 
 /**
  * Pause and abort stop the items running anywhere: the action's transaction
- * sends `<tid> <pause|abort>` (delivered at commit, to every process that
- * listens), and each worker process aborts the signals of that task's items
- * it runs. A notification lost to a reconnect costs little: the item rows are
+ * sends `<tid> <run> <pause|abort>` (delivered at commit, to every process
+ * that listens), and each worker process aborts the signals of that task's
+ * items it runs for that run or an older one. The run matters: a pause
+ * followed at once by a resume must not stop the new run's items when the
+ * pause's notification arrives late. A notification lost to a reconnect costs little: the item rows are
  * paused or aborted already, so the item's reports are refused and no further
  * item of the task is taken.
  */
 export class ItemInterrupts {
-  private readonly running = new Map<string, Set<AbortController>>();
+  private readonly running = new Map<string, Set<{ run: number; ctl: AbortController }>>();
   private listening: Promise<void> | undefined;
 
   constructor(private readonly db: Database, private readonly log: Logger) {}
 
-  /** Starts listening (once per process; worker processes only). Failures are logged and retried on the next call. */
+  /** Starts listening (once per process; worker processes only). A failure is logged and tried again with the next item. */
   listen(): void {
     this.listening ??= this.db.listen(CHANNEL, (payload) => {
       if (payload === null) return; // a reconnect: see the class comment
-      const [tid, by] = payload.split(' ');
-      if (tid && (by === 'pause' || by === 'abort')) this.interrupt(tid, by);
+      const [tid, run, by] = payload.split(' ');
+      if (tid && (by === 'pause' || by === 'abort')) this.interrupt(tid, Number(run), by);
     }).then(() => undefined, (err: unknown) => {
       this.log.warn({ err }, 'cannot listen for task interrupts; pause and abort take effect between items');
       this.listening = undefined;
@@ -32,33 +34,39 @@ export class ItemInterrupts {
   }
 
   /** An item's controller, aborted by `interrupt(tid)` and by the job's own signal (shutdown, lost lock). */
-  track(tid: string, jobSignal: AbortSignal): { signal: AbortSignal; done(): void } {
+  track(tid: string, run: number, jobSignal: AbortSignal): { signal: AbortSignal; done(): void } {
+    this.listen(); // a failed listen is tried again here
     const ctl = new AbortController();
+    const entry = { run, ctl };
     const onJob = () => ctl.abort(new ItemInterrupted('shutdown'));
     if (jobSignal.aborted) onJob();
     else jobSignal.addEventListener('abort', onJob, { once: true });
     let set = this.running.get(tid);
     if (!set) this.running.set(tid, (set = new Set()));
-    set.add(ctl);
+    set.add(entry);
     return {
       signal: ctl.signal,
       done: () => {
         jobSignal.removeEventListener('abort', onJob);
-        set.delete(ctl);
+        set.delete(entry);
         if (set.size === 0) this.running.delete(tid);
       },
     };
   }
 
-  interrupt(tid: string, by: Interruption): number {
-    const set = this.running.get(tid);
-    if (!set) return 0;
-    for (const ctl of set) ctl.abort(new ItemInterrupted(by));
-    return set.size;
+  /** Aborts the signals of the task's items running here for `run` or an older run; returns how many. */
+  interrupt(tid: string, run: number, by: Interruption): number {
+    let n = 0;
+    for (const e of this.running.get(tid) ?? []) {
+      if (!(e.run <= run)) continue; // a NaN run (malformed payload) interrupts nothing
+      e.ctl.abort(new ItemInterrupted(by));
+      n += 1;
+    }
+    return n;
   }
 }
 
 /** Sends the interrupt with the action's transaction (delivered only if it commits). */
-export async function notifyInterrupt(tx: Sql, tid: string, by: 'pause' | 'abort'): Promise<void> {
-  await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, `${tid} ${by}`]);
+export async function notifyInterrupt(tx: Sql, tid: string, run: number, by: 'pause' | 'abort'): Promise<void> {
+  await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, `${tid} ${run} ${by}`]);
 }

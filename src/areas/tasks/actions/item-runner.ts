@@ -40,20 +40,27 @@ export class ItemRunner {
       await settle(this.d.db, tid);
       return;
     }
-    for (const row of items) {
-      if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
-      if (!(await store.claimItem(this.d.db, tid, row.item, run))) continue;
-      const item: TaskItem = {
-        sid, tid, id: row.item, index: row.position, href: row.href,
-        // effective metadata, lowest priority first: document, task, input list, item
-        metadata: [row.task_metadata, row.list_metadata, row.item_metadata].reduce(mergeMetadata, row.doc_metadata ?? {}),
-      };
-      await this.runOne(facet, item, run, ctx);
+    // the status is derived once per job, after its last final report (and also when it stops early)
+    let finished = false;
+    try {
+      for (const row of items) {
+        if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
+        if (!row.claimed && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
+        const item: TaskItem = {
+          sid, tid, id: row.item, index: row.position, href: row.href,
+          // effective metadata, lowest priority first: document, task, input list, item
+          metadata: [row.task_metadata, row.list_metadata, row.item_metadata].reduce(mergeMetadata, row.doc_metadata ?? {}),
+        };
+        if (await this.runOne(facet, item, run, ctx)) finished = true;
+      }
+    } finally {
+      if (finished) await settle(this.d.db, tid).catch((err: unknown) => this.d.log.warn({ err, tid }, 'task status not derived; the reconciler will'));
     }
   }
 
-  private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext): Promise<void> {
-    const tracked = this.d.interrupts.track(item.tid, job.signal);
+  /** Runs one claimed item; true when a final report of it was stored. */
+  private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext): Promise<boolean> {
+    const tracked = this.d.interrupts.track(item.tid, run, job.signal);
     let final = false;
     const report = async (r: Omit<ItemReport, 'item'>, effect?: ItemEffect): Promise<boolean> => {
       const full = { ...r, item: item.id };
@@ -81,7 +88,7 @@ export class ItemRunner {
       const reason = tracked.signal.reason as unknown;
       if (tracked.signal.aborted && reason instanceof ItemInterrupted) {
         if (reason.by === 'shutdown') throw job.signal.reason ?? err; // runs again later
-        return; // paused or aborted: the action has set the row already
+        return final; // paused or aborted: the action has set the row already
       }
       // the connector failed: retried with the job, failed for good on its last attempt
       if (!job.finalAttempt) throw err;
@@ -90,8 +97,8 @@ export class ItemRunner {
     } finally {
       tracked.done();
     }
-    if (final) await settle(this.d.db, item.tid);
     // returned without a final report: handed off (its later states come through the ItemReporter)
-    else await store.markHandedOff(this.d.db, item.tid, item.id, run);
+    if (!final) await store.markHandedOff(this.d.db, item.tid, item.id, run);
+    return final;
   }
 }

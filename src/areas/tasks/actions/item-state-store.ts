@@ -38,44 +38,61 @@ export async function getTask(sql: Sql, tid: string, lock = false): Promise<Acti
 }
 
 /**
- * Moves the task to `to` when its status is one of `from` (the state table's
- * cell), under the row lock the UPDATE takes; with `newRun`, counts a new run
- * (start, resume). Undefined when the task is absent, in another service or
- * in a status the action is not allowed from.
+ * Pause and abort: moves the task to `to` when its status is one of `from`
+ * (the state table's cell), under the row lock the UPDATE takes. Undefined
+ * when the task is absent, in another service or in a status the action is
+ * not allowed from.
  */
 export async function transition(
-  sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, newRun: boolean,
+  sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus,
 ): Promise<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> | undefined> {
   const { rows } = await sql.query<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'>>(
-    `UPDATE tasks SET status = $4, run = run + CASE WHEN $5 THEN 1 ELSE 0 END, modified = now()
+    `UPDATE tasks SET status = $4, modified = now()
      WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[]) RETURNING run, creator, owner`,
-    [tid, sid, [...from], to, newRun]);
+    [tid, sid, [...from], to]);
   return rows[0];
 }
 
 /**
- * (Re)sets the rows of a new run: every input item not done is queued again
- * under `run`, in chunks of `perJob` by list position; rows of items no longer
- * in the input list are dropped; done items keep their row and are not redone.
- * Returns the chunk numbers (one job each).
+ * Start and resume in one statement: the transition of `transition` (a new
+ * run) and the run's item rows. Every input item that is not done is queued
+ * again under the new run, in chunks of `perJob` by list position; rows of
+ * items no longer in the input list are dropped; done items keep their row
+ * and are not redone. Undefined when the transition is not allowed (nothing
+ * changed); else the run and its chunk numbers (one job each).
  */
-export async function queueRun(sql: Sql, tid: string, run: number, perJob: number): Promise<number[]> {
-  const { rows } = await sql.query<{ chunk: number }>(
-    `WITH gone AS (
-       DELETE FROM task_items t WHERE t.tid = $1 AND NOT EXISTS (
-         SELECT 1 FROM list_items li JOIN lists l ON l.lid = li.lid WHERE l.tid = $1 AND l.kind = 'input' AND li.id = t.item)),
+export async function startRun(
+  sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, perJob: number,
+): Promise<(Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> & { chunks: number[] }) | undefined> {
+  const { rows } = await sql.query<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> & { chunks: number[] }>(
+    `WITH moved AS (
+       UPDATE tasks SET status = $5, run = run + 1, modified = now()
+       WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[]) RETURNING run, creator, owner),
+     input AS (
+       SELECT li.id, li.position FROM list_items li JOIN lists l ON l.lid = li.lid
+       WHERE l.tid = $1 AND l.kind = 'input' AND EXISTS (SELECT 1 FROM moved)),
+     gone AS (
+       DELETE FROM task_items t WHERE t.tid = $1 AND EXISTS (SELECT 1 FROM moved)
+         AND NOT EXISTS (SELECT 1 FROM input WHERE input.id = t.item)),
      todo AS (
-       SELECT li.id, (row_number() OVER (ORDER BY li.position, li.id) - 1) / $3 AS chunk
-       FROM list_items li JOIN lists l ON l.lid = li.lid
-       LEFT JOIN task_items t ON t.tid = $1 AND t.item = li.id
-       WHERE l.tid = $1 AND l.kind = 'input' AND (t.outcome IS NULL OR t.outcome <> 'done'))
-     INSERT INTO task_items (tid, item, run, chunk, outcome, state, message)
-     SELECT $1, id, $2, chunk, 'queued', 'queued', NULL FROM todo
-     ON CONFLICT (tid, item) DO UPDATE SET run = EXCLUDED.run, chunk = EXCLUDED.chunk, outcome = 'queued',
-       handed_off = false, state = 'queued', message = NULL, updated = now()
-     RETURNING chunk`,
-    [tid, run, perJob]);
-  return [...new Set(rows.map((r) => Number(r.chunk)))].sort((a, b) => a - b);
+       SELECT input.id, (row_number() OVER (ORDER BY input.position, input.id) - 1) / $4 AS chunk
+       FROM input LEFT JOIN task_items t ON t.tid = $1 AND t.item = input.id
+       WHERE t.outcome IS NULL OR t.outcome <> 'done'),
+     queued AS (
+       INSERT INTO task_items (tid, item, run, chunk, outcome, state, message)
+       SELECT $1, todo.id, moved.run, todo.chunk, 'queued', 'queued', NULL FROM todo, moved
+       ON CONFLICT (tid, item) DO UPDATE SET run = EXCLUDED.run, chunk = EXCLUDED.chunk, outcome = 'queued',
+         handed_off = false, state = 'queued', message = NULL, updated = now()
+       -- checked on the row's latest version: an item whose final report committed while this
+       -- statement ran (after its snapshot) stays done and is not run again
+       WHERE task_items.outcome <> 'done'
+       RETURNING chunk)
+     SELECT moved.run, moved.creator, moved.owner,
+       COALESCE((SELECT array_agg(DISTINCT chunk ORDER BY chunk) FROM queued), '{}') AS chunks
+     FROM moved`,
+    [tid, sid, [...from], perJob, to]);
+  const row = rows[0];
+  return row && { ...row, chunks: row.chunks.map(Number) };
 }
 
 /** Pause and abort: every open item takes `outcome` (a running item's own report of it is then moot). */
@@ -95,17 +112,32 @@ export interface ChunkItem {
   item_metadata: Record<string, unknown>;
   list_metadata: Record<string, unknown>;
   doc_metadata: Record<string, unknown> | null;
+  /** Taken for this run by this very statement (the first item): no `claimItem` needed. */
+  claimed: boolean;
 }
 
 /**
  * The open items of one job of a run, in list order, with the document's
  * metadata when the href names one; none unless the task still processes
- * this run (paused, aborted, restarted or deleted meanwhile).
+ * this run (paused, aborted, restarted or deleted meanwhile). The first item
+ * is claimed in the same statement (as `claimItem` would: under its row
+ * lock, while the task processes this run), which saves a round trip per job;
+ * the others are claimed one by one when their turn comes.
  */
 export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
   const { rows } = await sql.query<ChunkItem>(
-    `SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
-       l.metadata AS list_metadata, e.metadata AS doc_metadata
+    `WITH first AS (
+       SELECT t.item FROM task_items t JOIN list_items li ON li.id = t.item
+       WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
+       ORDER BY li.position, li.id LIMIT 1),
+     claimed AS (
+       UPDATE task_items t SET outcome = 'running', updated = now() FROM first
+       WHERE t.tid = $1 AND t.item = first.item AND t.run = $2 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
+         AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $2)
+       RETURNING t.item)
+     SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
+       l.metadata AS list_metadata, e.metadata AS doc_metadata,
+       EXISTS (SELECT 1 FROM claimed c WHERE c.item = t.item) AS claimed
      FROM task_items t
      JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
      JOIN list_items li ON li.id = t.item

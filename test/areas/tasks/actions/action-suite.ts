@@ -1,0 +1,351 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TASK_ACTIONS } from '../../../../src/connectors/facets/tasks.js';
+import { TASK_STATUSES, TASK_TRANSITIONS } from '../../../../src/areas/tasks/actions/task-states.js';
+import { presentCstats } from '../../../../src/areas/tasks/actions/present.js';
+import { AREAS } from '../../../../src/areas/index.js';
+import { tasksArea } from '../../../../src/areas/tasks/index.js';
+import { reconcile } from '../../../../src/worker/reconciler.js';
+import { itemReporter } from '../../../../src/areas/tasks/actions/item-reporter.js';
+import { ItemInterrupts } from '../../../../src/areas/tasks/actions/item-interrupts.js';
+import { ItemInterrupted } from '../../../../src/connectors/facets/tasks.js';
+import { reportedItems } from '../../../../src/areas/tasks/actions/item-state-store.js';
+import type { TestClient } from '../../../helpers/client.js';
+import { TEST_SERVICES, eventually, startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
+import { createTask, effectCounts, outcomes, statusOf, type TaskSpec } from './fixtures.js';
+
+/**
+ * Task actions over HTTP against real Redis and a real database (PostgreSQL,
+ * or the embedded PGlite): every cell of the state table, the refusals, and
+ * the work itself (mock connector). Both drivers run it
+ * (`actions.test.ts`, `actions-pglite.test.ts`).
+ */
+export function actionSuite(driver: 'postgres' | 'pglite'): void {
+  describe(`task actions (${driver})`, () => {
+    let rt: TestRuntime;
+    let api: TestClient;
+    const SERVICES = {
+      ...TEST_SERVICES,
+      work: { type: 'mock', options: { tasks: { itemMs: 20 } } },
+      startonly: { type: 'mock', options: { tasks: { itemMs: 0, actions: ['start'] } } },
+    };
+
+    beforeAll(async () => {
+      rt = await startTestRuntime({ db: driver, overrides: { services: SERVICES, queues: { taskItemsPerJob: 4, reconcileIntervalMs: 60_000 } } });
+      api = rt.client.withToken(await rt.token('alice', ['admin']));
+    }, 60_000);
+    afterAll(async () => {
+      await rt?.close();
+    });
+
+    const db = () => rt.services.db;
+    const task = (spec: Partial<TaskSpec> = {}) => createTask(db(), { sid: 'work', ...spec });
+    const act = (tid: string, action: unknown, sid = 'work', client = api) => client.post(`/v1/services/${sid}/tasks/${tid}/action`, { action });
+    const waitStatus = (tid: string, want: string[], ms = 20_000) =>
+      eventually(async () => { const s = await statusOf(db(), tid); return want.includes(s) ? s : undefined; }, ms, 50);
+    const cstats = async (tid: string) => presentCstats(await reportedItems(db(), tid));
+    /** An item that keeps running for a minute (until paused or aborted). */
+    const slow = { metadata: { mock: { delayMs: 60_000 } } };
+
+    describe('the state table, cell by cell', () => {
+      for (const action of TASK_ACTIONS) {
+        for (const status of TASK_STATUSES) {
+          const allowed = TASK_TRANSITIONS[action].from.includes(status);
+          it(`${action} from ${status}: ${allowed ? `204, then ${TASK_TRANSITIONS[action].to}` : '409'}`, async () => {
+            const { tid } = await task({ status, items: [slow] });
+            const res = await act(tid, action);
+            if (allowed) {
+              expect(res.status, JSON.stringify(res.body)).toBe(204);
+              expect(await statusOf(db(), tid)).toBe(TASK_TRANSITIONS[action].to);
+            } else {
+              expect(res.status).toBe(409);
+              expect(res.body).toMatchObject({ status: 409, code: 'ACTION_NOT_ALLOWED', details: { status, action } });
+              expect(await statusOf(db(), tid)).toBe(status); // nothing changed
+            }
+            if (['processing', 'paused'].includes(await statusOf(db(), tid))) expect((await act(tid, 'abort')).status).toBe(204);
+          });
+        }
+      }
+    });
+
+    describe('refusals', () => {
+      it('400 for an unknown action or a bad body, and nothing changes', async () => {
+        const { tid } = await task({ items: [{}] });
+        const unknown = await act(tid, 'restart');
+        expect(unknown.status).toBe(400);
+        expect(unknown.body.code).toBe('UNKNOWN_ACTION');
+        expect(unknown.body.details.actions).toEqual([...TASK_ACTIONS]);
+        for (const bad of [{}, { action: 'start', extra: 1 }, { action: 7 }, []]) {
+          const res = await api.post(`/v1/services/work/tasks/${tid}/action`, bad);
+          expect(res.status, JSON.stringify(bad)).toBe(400);
+          expect(res.body.code).toBe('VALIDATION_FAILED');
+        }
+        const text = await api.request('POST', `/v1/services/work/tasks/${tid}/action`, { body: 'start', headers: { 'content-type': 'text/plain' } });
+        expect(text.status).toBe(415);
+        expect(await statusOf(db(), tid)).toBe('idle');
+        expect(await outcomes(db(), tid)).toEqual({});
+      });
+
+      it('404 for an action the connector does not offer, a service without tasks, an unknown task or service', async () => {
+        const { tid } = await task({ sid: 'startonly', status: 'processing' });
+        const res = await act(tid, 'pause', 'startonly');
+        expect(res.status).toBe(404);
+        expect(res.body).toMatchObject({ code: 'ACTION_UNSUPPORTED', details: { action: 'pause', actions: ['start'] } });
+        expect(await statusOf(db(), tid)).toBe('processing');
+        const store = await createTask(db(), { sid: 'store' });
+        expect((await act(store.tid, 'start', 'store')).body.code).toBe('NO_TASKS');
+        expect((await act(randomUUID(), 'start')).body.code).toBe('TASK_NOT_FOUND');
+        expect((await act(tid, 'start', 'work')).body.code).toBe('TASK_NOT_FOUND'); // another service's task
+        expect((await act(tid, 'start', 'nosuch')).body.code).toBe('SERVICE_NOT_FOUND');
+        expect((await api.post('/v1/services/work/tasks/not-a-uuid/action', { action: 'start' })).body.code).toBe('INVALID_UUID');
+      });
+
+      it("another user's task is not found; reading without the act right is 403", async () => {
+        const { tid } = await task({ creator: 'carol', items: [{}] });
+        const bob = rt.client.withToken(await rt.token('bob', ['user']));
+        const hidden = await act(tid, 'start', 'work', bob);
+        expect(hidden.status).toBe(404);
+        expect(hidden.body.code).toBe('TASK_NOT_FOUND');
+        const own = await task({ creator: 'dave', items: [{}] });
+        const readonly = rt.client.withToken(await rt.token('dave', ['readonly']));
+        expect((await act(own.tid, 'start', 'work', readonly)).status).toBe(403);
+        expect(await statusOf(db(), tid)).toBe('idle');
+        expect(await statusOf(db(), own.tid)).toBe('idle');
+        // the owner itself (role user) may act
+        const carol = rt.client.withToken(await rt.token('carol', ['user']));
+        expect((await act(tid, 'start', 'work', carol)).status).toBe(204);
+        await waitStatus(tid, ['completed']);
+      });
+    });
+
+    describe('the work', () => {
+      it('start -> completed, cstats keyed by job id, each item processed once', async () => {
+        const { tid, items } = await task({ items: Array.from({ length: 10 }, (_, i) => ({ href: `https://example.org/${i}.pdf` })) });
+        expect((await act(tid, 'start')).status).toBe(204);
+        await waitStatus(tid, ['completed']);
+        const stats = await cstats(tid);
+        expect(Object.keys(stats)).toHaveLength(10);
+        for (const [jobId, e] of Object.entries(stats)) {
+          expect(jobId).toBe(`mock.${tid}.${e.item}`);
+          expect(e).toMatchObject({ state: 'done', href: null });
+          expect(e.message).toMatch(/^simulated https:\/\/example\.org\/\d\.pdf$/);
+          expect(Date.parse(e.updated)).toBeGreaterThan(0);
+        }
+        expect(new Set(Object.values(stats).map((e) => e.item))).toEqual(new Set(items));
+        const counts = await effectCounts(db(), 'work', tid);
+        expect([...counts.values()]).toEqual(Array(10).fill(1));
+        // a job delivered again (an API retry, the reconciler) redoes nothing
+        await rt.services.queue.enqueue('task.items', { sid: 'work', tid, run: 1, chunk: 0 });
+        await new Promise((r) => setTimeout(r, 300));
+        expect([...(await effectCounts(db(), 'work', tid)).values()]).toEqual(Array(10).fill(1));
+        // start again: nothing is left to do, no item runs twice
+        expect((await act(tid, 'start')).status).toBe(204);
+        await waitStatus(tid, ['completed']);
+        expect([...(await effectCounts(db(), 'work', tid)).values()]).toEqual(Array(10).fill(1));
+      });
+
+      it('a failing item -> failed once the others finish; start again re-runs only the failed one', async () => {
+        const { tid, items } = await task({ items: [{}, { metadata: { 'mock.fail': 'paper jam' } }, {}] });
+        expect((await act(tid, 'start')).status).toBe(204);
+        await waitStatus(tid, ['failed']);
+        const stats = await cstats(tid);
+        expect(stats[`mock.${tid}.${items[1]}`]).toMatchObject({ state: 'failed', message: 'paper jam' });
+        expect(await outcomes(db(), tid)).toEqual({ done: 2, failed: 1 });
+        expect((await act(tid, 'start')).status).toBe(204);
+        await waitStatus(tid, ['failed']);
+        const counts = await effectCounts(db(), 'work', tid);
+        expect(counts.get(items[0]!)).toBe(1);
+        expect(counts.get(items[1]!)).toBe(2); // the failed item ran again; the done ones did not
+        expect(counts.get(items[2]!)).toBe(1);
+      });
+
+      it('effective metadata: document, task, input list, item, lowest priority first', async () => {
+        const doc = (await api.post('/v1/services/store/repo', { name: `m-${randomUUID()}.pdf`, type: 'document', metadata: { mock: { fail: 'the document says so', delayMs: 0 } } })).body.uuid as string;
+        const docItem = { href: `/v1/services/store/repo/${doc}`, doc: { sid: 'store', uuid: doc } };
+        // the document fails it; nothing above says otherwise
+        const a = await task({ items: [docItem] });
+        // the task overrides the document, the item overrides the task
+        const b = await task({ metadata: { mock: { fail: false } }, items: [docItem, { ...docItem, metadata: { mock: { fail: 'the item says so' } } }] });
+        // the list overrides the task
+        const c = await task({ metadata: { mock: { fail: 'the task says so' } }, listMetadata: { mock: { fail: false } }, items: [docItem] });
+        for (const t of [a, b, c]) expect((await act(t.tid, 'start')).status).toBe(204);
+        await waitStatus(a.tid, ['failed']);
+        expect(Object.values(await cstats(a.tid))[0]!.message).toBe('the document says so');
+        await waitStatus(b.tid, ['failed']);
+        expect((await cstats(b.tid))[`mock.${b.tid}.${b.items[0]}`]!.state).toBe('done');
+        expect((await cstats(b.tid))[`mock.${b.tid}.${b.items[1]}`]!.message).toBe('the item says so');
+        await waitStatus(c.tid, ['completed']);
+      });
+
+      it('an empty input list completes at once', async () => {
+        const { tid } = await task();
+        expect((await act(tid, 'start')).status).toBe(204);
+        expect(await statusOf(db(), tid)).toBe('completed');
+      });
+
+      it('pause holds the work; resume finishes it, each item once', async () => {
+        const { tid, items } = await task({ items: Array.from({ length: 12 }, () => ({ metadata: { mock: { delayMs: 150 } } })) });
+        expect((await act(tid, 'start')).status).toBe(204);
+        await eventually(async () => ((await outcomes(db(), tid)).done ?? 0) >= 2 || undefined, 20_000, 20);
+        expect((await act(tid, 'pause')).status).toBe(204);
+        const held = await outcomes(db(), tid);
+        expect(held.running ?? 0).toBe(0);
+        expect(held.queued ?? 0).toBe(0);
+        // an item in its last moment when the pause came may still report done (the work happened);
+        // after that, several item durations pass and nothing moves
+        await new Promise((r) => setTimeout(r, 300));
+        const settled = await outcomes(db(), tid);
+        await new Promise((r) => setTimeout(r, 600));
+        expect(await statusOf(db(), tid)).toBe('paused');
+        expect(await outcomes(db(), tid)).toEqual(settled);
+        expect(settled.done ?? 0).toBeLessThan(12);
+        expect((settled.done ?? 0) - (held.done ?? 0)).toBeLessThanOrEqual(4); // at most the items running then (4 jobs at once)
+        expect((await act(tid, 'resume')).status).toBe(204);
+        await waitStatus(tid, ['completed']);
+        const counts = await effectCounts(db(), 'work', tid);
+        expect(items.map((i) => counts.get(i))).toEqual(Array(12).fill(1));
+      });
+
+      it('abort stops the work: open items aborted, no item finishes afterwards', async () => {
+        const { tid } = await task({ items: Array.from({ length: 8 }, () => ({ metadata: { mock: { delayMs: 150 } } })) });
+        expect((await act(tid, 'start')).status).toBe(204);
+        await eventually(async () => ((await outcomes(db(), tid)).done ?? 0) >= 1 || undefined, 20_000, 20);
+        expect((await act(tid, 'abort')).status).toBe(204);
+        const after = await outcomes(db(), tid);
+        expect(after.running ?? 0).toBe(0);
+        expect((after.done ?? 0) + (after.aborted ?? 0)).toBe(8);
+        await new Promise((r) => setTimeout(r, 600));
+        expect(await outcomes(db(), tid)).toEqual(after);
+        expect(await statusOf(db(), tid)).toBe('aborted');
+        expect((await effectCounts(db(), 'work', tid)).size).toBe(after.done);
+        // cstats has the items the connector reported on: done ones, and the ones running when the abort came (now aborted)
+        const states = Object.values(await cstats(tid)).map((e) => e.state);
+        expect(states.filter((s) => s === 'done').length).toBe(after.done);
+        expect(states.every((s) => s === 'done' || s === 'aborted')).toBe(true);
+      });
+
+      it('pause interrupts an item in the middle of its work at once', async () => {
+        const { tid } = await task({ items: [slow] });
+        expect((await act(tid, 'start')).status).toBe(204);
+        await eventually(async () => ((await outcomes(db(), tid)).running ?? 0) === 1 || undefined, 20_000, 20);
+        const t0 = Date.now();
+        expect((await act(tid, 'pause')).status).toBe(204);
+        // the mock reports its own "paused" when its signal aborts (within moments, not after its minute)
+        await eventually(async () => {
+          const { rows } = await db().query<{ state: string }>('SELECT state FROM task_items WHERE tid = $1', [tid]);
+          return rows[0]?.state === 'paused' ? true : undefined;
+        }, 5000, 20);
+        expect(Date.now() - t0).toBeLessThan(5000);
+        expect((await act(tid, 'abort')).status).toBe(204);
+      });
+
+      it('the reconcile pass settles a processing task whose items all finished while its worker died before settling it', async () => {
+        const ok = await task({ items: [{}, {}] });
+        const bad = await task({ items: [{}, { metadata: { mock: { fail: true } } }] });
+        for (const t of [ok, bad]) {
+          expect((await act(t.tid, 'start')).status).toBe(204);
+          await waitStatus(t.tid, ['completed', 'failed']);
+          // as if the worker had died between the last report and the status update
+          await db().query(`UPDATE tasks SET status = 'processing' WHERE tid = $1`, [t.tid]);
+        }
+        await reconcile(rt.services, AREAS);
+        expect(await statusOf(db(), ok.tid)).toBe('completed');
+        expect(await statusOf(db(), bad.tid)).toBe('failed');
+      });
+
+      it('a handed-off item is not run again by the reconciler; its late final report completes the task', async () => {
+        const { tid, items } = await task({ items: [{ metadata: { mock: { handOff: true } } }, {}] });
+        expect((await act(tid, 'start')).status).toBe(204);
+        const jobId = `mock.${tid}.${items[0]}`;
+        await eventually(async () => ((await outcomes(db(), tid)).done === 1 ? true : undefined), 20_000, 20);
+        await eventually(async () => {
+          const { rows } = await db().query<{ handed_off: boolean }>('SELECT handed_off FROM task_items WHERE tid = $1 AND item = $2', [tid, items[0]]);
+          return rows[0]?.handed_off ? true : undefined;
+        }, 20_000, 20);
+        expect((await cstats(tid))[jobId]).toMatchObject({ state: 'handed off', href: `mock://${tid}/${items[0]}` });
+        const counts = await reconcile(rt.services, AREAS);
+        expect(counts['tasks']).toBeUndefined(); // nothing pending: the handed-off item is not work of a job
+        expect(await statusOf(db(), tid)).toBe('processing');
+        const reporter = itemReporter(db());
+        await reporter.report(tid, { jobId, item: items[0]!, state: 'printed', outcome: 'done' });
+        expect(await statusOf(db(), tid)).toBe('completed');
+        expect((await cstats(tid))[jobId]).toMatchObject({ state: 'printed', href: `mock://${tid}/${items[0]}` });
+        // a late report after the end changes nothing
+        await reporter.report(tid, { jobId, item: items[0]!, state: 'failed', outcome: 'failed' });
+        expect((await cstats(tid))[jobId]!.state).toBe('printed');
+      });
+
+      it('pending lists the chunks of a processing run with work left; abandon fails their items with the reason', async () => {
+        const { tid, items } = await task({ items: [slow, slow, slow, slow, slow] }); // two chunks of at most 4
+        expect((await act(tid, 'start')).status).toBe(204);
+        const pendingOf = async (id: string) => (await tasksArea.pending!(rt.services, 1000)).flatMap((j) => (j.name === 'task.items' && j.data.tid === id ? [j] : []));
+        const pending = await pendingOf(tid);
+        expect(pending.map((j) => j.data)).toEqual([{ sid: 'work', tid, run: 1, chunk: 0 }, { sid: 'work', tid, run: 1, chunk: 1 }]);
+        await tasksArea.abandon!(rt.services, pending[1]!, 're-created too often');
+        const { rows } = await db().query<{ item: string; outcome: string; message: string | null }>('SELECT item, outcome, message FROM task_items WHERE tid = $1', [tid]);
+        expect(rows.find((r) => r.item === items[4])).toMatchObject({ outcome: 'failed', message: 'the item could not be run: re-created too often' });
+        expect(rows.filter((r) => r.outcome === 'failed')).toHaveLength(1);
+        expect((await pendingOf(tid)).map((j) => j.data.chunk)).toEqual([0]);
+        expect((await act(tid, 'abort')).status).toBe(204);
+        expect(await pendingOf(tid)).toEqual([]);
+      });
+
+      it('a new run drops the rows of items removed from the input list and runs the added ones', async () => {
+        const { tid, items } = await task({ items: [{}, {}, {}] });
+        expect((await act(tid, 'start')).status).toBe(204);
+        await waitStatus(tid, ['completed']);
+        expect((await api.delete(`/v1/services/work/tasks/${tid}/input/${items[1]}`)).status).toBe(204);
+        const added = await api.post(`/v1/services/work/tasks/${tid}/input`, { href: 'https://example.org/late.pdf' });
+        expect(added.status, JSON.stringify(added.body)).toBe(200);
+        expect((await act(tid, 'start')).status).toBe(204);
+        await waitStatus(tid, ['completed']);
+        const stats = await cstats(tid);
+        expect(Object.values(stats).map((e) => e.item).sort()).toEqual([items[0], items[2], added.body.id].sort());
+        const counts = await effectCounts(db(), 'work', tid);
+        expect(counts.get(items[0]!)).toBe(1);
+        expect(counts.get(added.body.id as string)).toBe(1);
+      });
+
+      it('ten concurrent starts of one task: one 204, nine 409, one run', async () => {
+        // slow items: the task stays processing, so every start but the first finds it so
+        const { tid } = await task({ items: [slow, slow] });
+        const answers = await Promise.all(Array.from({ length: 10 }, () => act(tid, 'start')));
+        expect(answers.map((a) => a.status).sort()).toEqual([204, ...Array(9).fill(409)]);
+        const { rows } = await db().query<{ run: number }>('SELECT run FROM tasks WHERE tid = $1', [tid]);
+        expect(rows[0]!.run).toBe(1);
+        expect((await act(tid, 'abort')).status).toBe(204);
+      });
+
+      it('pause and resume in quick succession while items run: each item still processed exactly once', async () => {
+        const { tid, items } = await task({ items: Array.from({ length: 16 }, () => ({ metadata: { mock: { delayMs: 40 } } })) });
+        expect((await act(tid, 'start')).status).toBe(204);
+        for (let i = 0; i < 6; i++) {
+          await new Promise((r) => setTimeout(r, 30));
+          const pause = await act(tid, 'pause');
+          if (pause.status === 409) break; // completed already
+          expect(pause.status).toBe(204);
+          expect((await act(tid, 'resume')).status).toBe(204);
+        }
+        await waitStatus(tid, ['completed']);
+        const counts = await effectCounts(db(), 'work', tid);
+        expect(items.map((i) => counts.get(i))).toEqual(Array(16).fill(1));
+      });
+
+      it("a pause's late notification interrupts the items of its run, never those of the run after it", async () => {
+        const interrupts = new ItemInterrupts(db(), rt.services.log);
+        const job = new AbortController();
+        const old = interrupts.track('t1', 1, job.signal);
+        const next = interrupts.track('t1', 2, job.signal);
+        const other = interrupts.track('t2', 1, job.signal);
+        expect(interrupts.interrupt('t1', 1, 'pause')).toBe(1);
+        expect(old.signal.reason).toEqual(new ItemInterrupted('pause'));
+        expect(next.signal.aborted).toBe(false);
+        expect(other.signal.aborted).toBe(false);
+        job.abort(); // the job's own signal (shutdown, lost lock) stops every item of it
+        expect(next.signal.reason).toBeInstanceOf(ItemInterrupted);
+        expect((next.signal.reason as ItemInterrupted).by).toBe('shutdown');
+        for (const t of [old, next, other]) t.done();
+      });
+    });
+  });
+}

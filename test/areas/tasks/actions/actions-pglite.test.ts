@@ -1,0 +1,3 @@
+import { actionSuite } from './action-suite.js';
+
+actionSuite('pglite');
