@@ -57,7 +57,7 @@ export function taskRoutes(s: Services): Router {
       ctx.body = { count: await tasks.count(p, sid(ctx), q, inputDocument) };
       return;
     }
-    const rows = await tasks.search(p, sid(ctx), q, inputDocument);
+    const rows = await tasks.search(p, sid(ctx), q, inputDocument, { cstats: embed.has('cstats') });
     if (rows.length === 0 && emptyIs404) throw new AppError('NO_MATCHING_TASKS', 'no task matches the query', { offset: q.offset });
     ctx.body = await Promise.all(rows.map((t) => present(t, embed, false)));
   };

@@ -147,8 +147,8 @@ export class TaskService {
     return { sid, ownedBy: this.policy.listingScope(p, 'tasks'), inputDocument };
   }
 
-  async search(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string): Promise<TaskRow[]> {
-    return store.listTasks(this.db, this.scope(p, sid, inputDocument), q);
+  async search(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string, opts = { cstats: true }): Promise<TaskRow[]> {
+    return store.listTasks(this.db, this.scope(p, sid, inputDocument), q, opts);
   }
 
   async count(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string): Promise<number> {

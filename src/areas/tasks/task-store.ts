@@ -37,6 +37,8 @@ export const TASK_FIELDS = fieldMap({
 
 // cstats comes from the per-item state rows (actions/item-state-store.ts), never the old column
 const COLS = `tid, sid, name, type, status, metadata, ${CSTATS_COLUMN}, creator, owner, created, modified`;
+// searches aggregate the item rows only when `cstats` is embedded (a large task's are many)
+const COLS_NO_CSTATS = `tid, sid, name, type, status, metadata, '{}'::jsonb AS cstats, creator, owner, created, modified`;
 
 export interface NewTask {
   tid: string;
@@ -109,15 +111,15 @@ function whereOf(scope: TaskScope, params: unknown[]): string[] {
   return where;
 }
 
-/** A page of tasks matching the scope and the query; default order: oldest first. */
-export async function listTasks(sql: Sql, scope: TaskScope, q: ListQuery): Promise<TaskRow[]> {
+/** A page of tasks matching the scope and the query; default order: oldest first. `cstats` is read only when asked for. */
+export async function listTasks(sql: Sql, scope: TaskScope, q: ListQuery, opts = { cstats: true }): Promise<TaskRow[]> {
   const params: unknown[] = [];
   const where = whereOf(scope, params);
   const frag = toSql(q, TASK_FIELDS, params, 'created ASC, tid ASC');
   params.push(q.limit, q.offset);
   const all = [...where, ...frag.where];
   const { rows } = await sql.query<TaskRow>(
-    `SELECT ${COLS} FROM tasks ${all.length > 0 ? `WHERE ${all.join(' AND ')}` : ''}
+    `SELECT ${opts.cstats ? COLS : COLS_NO_CSTATS} FROM tasks ${all.length > 0 ? `WHERE ${all.join(' AND ')}` : ''}
      ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`,
     params,
   ).catch(throwSqlError);
