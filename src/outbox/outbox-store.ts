@@ -22,6 +22,23 @@ export async function insertOutbox(sql: Sql, name: string, jobId: string, data: 
 }
 
 /**
+ * Stores several jobs in one statement (rows as one JSON array, not one
+ * round trip each); with `leaseSec`, already claimed. Returns the rows
+ * inserted (jobs there already are skipped).
+ */
+export async function insertOutboxMany(sql: Sql, jobs: readonly { name: string; jobId: string; data: unknown }[], leaseSec: number | null): Promise<OutboxRow[]> {
+  if (jobs.length === 0) return [];
+  const { rows } = await sql.query<OutboxRow>(
+    `INSERT INTO outbox (name, job_id, data, claimed_until)
+     SELECT j.name, j.job_id, j.data, CASE WHEN $2::int IS NULL THEN NULL ELSE now() + make_interval(secs => $2::int) END
+     FROM jsonb_to_recordset($1::jsonb) AS j(name text, job_id text, data jsonb)
+     ON CONFLICT (job_id) DO NOTHING RETURNING id, name, data`,
+    [JSON.stringify(jobs.map((j) => ({ name: j.name, job_id: j.jobId, data: j.data }))), leaseSec],
+  );
+  return rows;
+}
+
+/**
  * Runs one data-modifying statement (with its RETURNING list) and stores a job
  * in the same statement: both or neither, without a transaction and in one
  * round trip. The job's parameters follow the statement's. Returns the

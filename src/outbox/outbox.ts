@@ -1,6 +1,7 @@
 import { jobIdFor, parseJob, type JobData, type JobName } from '../queue/jobs.js';
 import { isTx, type Sql } from '../storage/driver/database.js';
-import { insertOutbox, withOutbox, type OutboxRow } from './outbox-store.js';
+import { insertOutbox, insertOutboxMany, withOutbox, type OutboxRow } from './outbox-store.js';
+import type { EnqueueRequest } from '../queue/job-queue.js';
 
 /**
  * The one way request paths (areas, and later connectors) ask for background
@@ -14,6 +15,8 @@ export interface Outbox {
    * derived id (adding the same job twice stores it once) and returns the id.
    */
   add<N extends JobName>(tx: Sql, name: N, data: JobData<N>): Promise<string>;
+  /** `add` for many jobs in one statement (a task's chunks, a batch of print jobs). Every payload is validated first. */
+  addMany(tx: Sql, jobs: readonly EnqueueRequest[]): Promise<string[]>;
   /**
    * `add` fused with one data-modifying statement (an INSERT or UPDATE with
    * RETURNING): the state change and its job are written by a single
@@ -59,6 +62,20 @@ export function createOutbox(local?: LocalRelay): Outbox {
       const lease = local?.takesRows ? local.leaseSec : null;
       handOver(tx, name, payload, await insertOutbox(tx, name, jobId, payload, lease), lease);
       return jobId;
+    },
+    async addMany(tx, jobs) {
+      const parsed = jobs.map(({ name, data }) => {
+        const payload = parseJob(name, data);
+        return { name, jobId: jobIdFor(name, payload), data: payload };
+      });
+      const lease = local?.takesRows ? local.leaseSec : null;
+      const rows = await insertOutboxMany(tx, parsed, lease);
+      if (local) {
+        const committed = lease !== null ? () => rows.forEach((r) => local.take(r)) : () => local.wake();
+        if (isTx(tx)) tx.afterCommit(committed);
+        else committed();
+      }
+      return parsed.map((p) => p.jobId);
     },
     async addWith(sql, statement, name, data) {
       const payload = parseJob(name, data);

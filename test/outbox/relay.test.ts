@@ -110,6 +110,27 @@ for (const [name, open] of drivers) {
       }
     });
 
+    it('addMany stores a batch in one statement (a job there already once), validates every payload first, and the local relay takes the batch', async () => {
+      const relay = new OutboxRelay(db, queue, log, { sweepMs: 60_000 });
+      const local = createOutbox(relay);
+      await relay.start();
+      try {
+        const cids = Array.from({ length: 50 }, () => uuid());
+        const jobs = cids.map((cid) => ({ name: 'command.run' as const, data: { cid, sid: 'store' } }));
+        await expect(db.transaction((tx) => local.addMany(tx, [...jobs, { name: 'command.run' as const, data: { cid: 'not-a-uuid', sid: 'store' } }])))
+          .rejects.toBeInstanceOf(InvalidJobError);
+        expect(await outboxSize(db)).toBe(0);
+        const ids = await db.transaction((tx) => local.addMany(tx, [...jobs, jobs[0]!]));
+        expect(ids).toHaveLength(51);
+        expect(new Set(ids).size).toBe(50);
+        for (const cid of cids) await eventually(async () => ((await inRedis('commands', `command.${cid}.run`)) ? true : undefined), 10_000, 5);
+        await relay.idle();
+        expect(await outboxSize(db)).toBe(0);
+      } finally {
+        await relay.stop();
+      }
+    });
+
     it('addWith writes the statement and its job together or not at all, in one autocommitted statement, and the local relay takes the job', async () => {
       const relay = new OutboxRelay(db, queue, log, { sweepMs: 60_000 });
       const local = createOutbox(relay);

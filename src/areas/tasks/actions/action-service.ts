@@ -57,7 +57,7 @@ export class ActionService {
         const moved = await store.startRun(tx, sid, tid, from, to, this.d.itemsPerJob);
         if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
         this.check(p, sid, tid, moved);
-        for (const chunk of moved.chunks) await this.d.outbox.add(tx, 'task.items', { sid, tid, run: moved.run, chunk });
+        await this.d.outbox.addMany(tx, moved.chunks.map((chunk) => ({ name: 'task.items' as const, data: { sid, tid, run: moved.run, chunk } })));
         return moved.chunks.length;
       }
       const moved = await store.transition(tx, sid, tid, from, to);
