@@ -1,9 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
+import { serveFiles, type HttpSource } from '../../helpers/http-source.js';
 
 /** Every row and status of the spec's Lists table, over HTTP against real PostgreSQL and Redis. */
 
@@ -12,7 +11,7 @@ let alice: TestClient;
 let bob: TestClient;
 let reader: TestClient;
 let admin: TestClient;
-let source: http.Server;
+let source: HttpSource;
 let sourceUrl: string;
 
 const CSV = 'list.name,list.metadata.dept,item.href,item.metadata.name,item.metadata.copies\r\nMonday,ops,/v1/services/store/repo/0b1c2d3e-0000-4000-8000-000000000001,Cover,2\r\n,,/doc/b,"Body, part 2",\r\n';
@@ -36,29 +35,16 @@ beforeAll(async () => {
   bob = rt.client.withToken(await rt.token('bob', ['user']));
   reader = rt.client.withToken(await rt.token('rita', ['readonly']));
   admin = rt.client.withToken(await rt.token('root', ['admin']));
-  source = http.createServer((req, res) => {
-    if (req.url === '/list.csv') {
-      res.writeHead(200, { 'content-type': 'application/octet-stream' });
-      res.end(CSV);
-    } else if (req.url === '/list') {
-      res.writeHead(200, { 'content-type': 'application/rli' });
-      res.end(RLI);
-    } else if (req.url === '/bad.csv') {
-      res.writeHead(200, { 'content-type': 'text/csv' });
-      res.end('item.href,item.metadata.x\r\n/a,"open\r\n');
-    } else if (req.url === '/image') {
-      res.writeHead(200, { 'content-type': 'image/png' });
-      res.end('x');
-    } else {
-      res.writeHead(404);
-      res.end();
-    }
+  source = await serveFiles({
+    '/list.csv': { type: 'application/octet-stream', body: CSV },
+    '/list': { type: 'application/rli', body: RLI },
+    '/bad.csv': { type: 'text/csv', body: 'item.href,item.metadata.x\r\n/a,"open\r\n' },
+    '/image': { type: 'image/png', body: 'x' },
   });
-  await new Promise<void>((r) => source.listen(0, '127.0.0.1', r));
-  sourceUrl = `http://127.0.0.1:${(source.address() as AddressInfo).port}`;
+  sourceUrl = source.url;
 });
 afterAll(async () => {
-  source.close();
+  await source.close();
   await rt.close();
 });
 

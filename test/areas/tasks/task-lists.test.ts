@@ -1,8 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, TEST_SERVICES, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
+import { serveFiles, type HttpSource } from '../../helpers/http-source.js';
 
 /**
  * A task's input and output lists over HTTP (real PostgreSQL and Redis):
@@ -14,7 +13,7 @@ import type { TestClient } from '../../helpers/client.js';
 let rt: TestRuntime;
 let ann: TestClient;
 let bob: TestClient;
-let source: http.Server;
+let source: HttpSource;
 let sourceUrl: string;
 const base = '/v1/services/work/tasks';
 const PAYLOAD = Buffer.alloc(256 * 1024, 'remote-bytes');
@@ -35,21 +34,12 @@ beforeAll(async () => {
   rt = await startTestRuntime({ overrides: { services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: { itemMs: 10 } } } } } });
   ann = rt.client.withToken(await rt.token('ann', ['user']));
   bob = rt.client.withToken(await rt.token('bob', ['user']));
-  source = http.createServer((req, res) => {
-    if (req.url === '/doc.pdf') {
-      res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': PAYLOAD.length });
-      res.end(PAYLOAD);
-    } else {
-      res.writeHead(404);
-      res.end();
-    }
-  });
-  await new Promise<void>((r) => source.listen(0, '127.0.0.1', r));
-  sourceUrl = `http://127.0.0.1:${(source.address() as AddressInfo).port}`;
+  source = await serveFiles({ '/doc.pdf': { type: 'application/pdf', body: PAYLOAD, length: true } });
+  sourceUrl = source.url;
 });
 afterAll(async () => {
   await rt.close();
-  await new Promise((r) => source.close(r));
+  await source.close();
 });
 
 describe('input list metadata and order', () => {
