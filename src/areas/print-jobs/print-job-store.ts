@@ -136,22 +136,30 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
   return row;
 }
 
-/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`). */
-const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${col}`;
+/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`), as text. */
+const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * The columns a listing presents, timestamps already as ISO text: 100 rows a
- * page would otherwise be parsed into Dates and formatted back, the largest
- * cost of a listing in the API process (bench/print-listing.ts). The
- * list-equals-GET test (jobs-api.test.ts) holds the two forms equal.
+ * The columns a listing presents, in this order, every one as PostgreSQL's
+ * text (`LISTED` names the positions): the page is written into the response
+ * as JSON text by present.ts (`jobListJson`) without parsing the values into
+ * numbers, Dates and objects and serialising them back, the largest cost of a
+ * listing in the API process (bench/print-listing.ts, docs/benchmarks.md).
+ * The list-equals-GET test (jobs-api.test.ts) holds the two forms byte-equal.
  */
-const LIST_COLUMNS = ['id', 'status', 'printer', 'redirected_from', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size',
-  'copies', 'priority', 'pages', 'checkin', 'task', 'flow', 'stages', 'keep_tempfiles', 'retention_sec', 'message', 'attempts',
-  isoSql('finished'), isoSql('created'), isoSql('updated'), isoSql('next_attempt_at')].join(', ');
+const LIST_COLUMNS = ['id::text', 'status', 'printer', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size::text', 'copies::text',
+  'priority::text', 'pages::text', 'checkin::text', 'task::text', 'flow', 'redirected_from', 'message', isoSql('created'), isoSql('updated'),
+  isoSql('finished'), 'keep_tempfiles::text', 'stages::text', 'retention_sec::text', 'attempts::text', isoSql('next_attempt_at')].join(', ');
 
-/** A listed job: a row whose timestamps are ISO text (see LIST_COLUMNS). */
-export type ListedJobRow = Omit<PrintJobRow, 'finished' | 'created' | 'updated' | 'next_attempt_at' | 'blob_sha256' | 'seq' | 'handoff_at'>
-  & { finished: string | null; created: string; updated: string; next_attempt_at: string | null };
+/** Positions in a listed row (LIST_COLUMNS). */
+export const LISTED = {
+  id: 0, status: 1, printer: 2, creator: 3, owner: 4, name: 5, fileName: 6, mimeType: 7, size: 8, copies: 9, priority: 10, pages: 11,
+  checkin: 12, task: 13, flow: 14, redirectedFrom: 15, message: 16, created: 17, updated: 18, finished: 19, keepTempfiles: 20,
+  stages: 21, retentionSec: 22, attempts: 23, nextAttempt: 24,
+} as const;
+
+/** A listed job: its columns as PostgreSQL's text, null for SQL NULL, positions in LISTED. */
+export type ListedJobRow = (string | null)[];
 
 /**
  * One page of an OData listing, limited to `scope` (the caller's identities as
@@ -169,7 +177,7 @@ export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefi
   const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
   const countParams = [...params];
   params.push(q.top, q.skip);
-  const { rows } = await sql.query<ListedJobRow>(
+  const rows = await sql.queryArrays<ListedJobRow>(
     `SELECT ${LIST_COLUMNS} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
   if (!q.inlineCount) return { rows };
   const c = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM print_jobs ${cond}`, countParams);
