@@ -8,6 +8,10 @@ import { createOutbox } from '../../../src/outbox/outbox.js';
 import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
+import { getJob, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { jobListWriter, presentJob } from '../../../src/areas/print-jobs/present.js';
+import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
+import { parseODataQuery } from '../../../src/query/odata.js';
 
 describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   let t: TestDatabase;
@@ -35,6 +39,21 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const { rows } = await t.db.query<{ name: string; data: { printer: string } }>(`SELECT name, data FROM outbox`);
     expect(rows).toEqual([{ name: 'print.dispatch', data: { printer: 'p 1' } }]);
     expect((await jobLog(t.db, Number(job.id))).map((l) => l.text)[0]).toMatch(/submitted by alice/);
+  });
+
+  it('lists jobs as JSON text byte for byte equal to the presented rows (queryArrays on this driver)', async () => {
+    const job = await submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'bob', name: 'Ünïcode "q" \\ \n' });
+    await t.db.query(`UPDATE print_jobs SET status = 'processed', finished = now() - interval '1.5 seconds', retention_sec = 90, pages = 2,
+      task = '{"sid":"s","tid":"t","item":"i"}', checkin = '{"type":"api","source":"ua/1.0 \\"x\\""}' WHERE id = $1`, [job.id]);
+    const defaults = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
+    const write = jobListWriter(defaults);
+    const q = parseODataQuery(`$filter=${encodeURIComponent("user eq 'bob'")}&$orderby=id desc`, JOB_FIELDS);
+    const { rows } = await listJobs(t.db, q, undefined);
+    expect(rows.length).toBe(1);
+    const row = (await getJob(t.db, Number(job.id)))!;
+    expect(write(rows, q.select)).toBe(JSON.stringify([presentJob(row, defaults)]));
+    expect(JSON.parse(write(rows, ['retention', 'id'], 7))).toEqual({ results: [{ retention: { seconds: 90, custom: true, deleteAfter: expect.any(String) }, id: Number(job.id) }], totalCount: 7 });
+    await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
 
   it('starts in waitpreprocessing with a flow and follows redirects', async () => {
