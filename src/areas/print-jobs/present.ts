@@ -1,6 +1,6 @@
 import type { AppConfig } from '../../config/schema.js';
 import { isFinalJobState, type JobState } from './job-states.js';
-import { LISTED, type ListedJobRow, type PrintJobRow } from './print-job-store.js';
+import type { ListedJobRow, ListedLayout, PrintJobRow } from './print-job-store.js';
 import type { PrintLogRow } from './print-log.js';
 
 /** Dates as ISO text. */
@@ -62,61 +62,41 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
 }
 
 /**
- * A page of the job listing written straight as JSON text, byte for byte what
- * `JSON.stringify` of `presentJob` (through `selectFields`) gives, from rows of
- * PostgreSQL text (LIST_COLUMNS in print-job-store.ts): numbers and ISO
- * timestamps go in as they come, strings through `JSON.stringify`, jsonb text
- * (`{"type": "api"}`) re-serialised compactly. Parsing 100 rows into values and
- * serialising them back was most of a listing's CPU (docs/benchmarks.md).
+ * A page of the job listing as JSON text, byte for byte what `JSON.stringify`
+ * of `presentJob` (through `selectFields`) gives, from rows laid out by
+ * `listJobs` (print-job-store.ts): runs of fields whose JSON text PostgreSQL
+ * built go in as they come; checkin, task and stages (jsonb text such as
+ * `{"type": "api"}`) are re-serialised compactly, and the retention is
+ * computed here from the defaults. Built as one array of pieces joined once
+ * (a string grown by `+=` is a rope that the socket write must flatten).
  */
 export function jobListWriter(defaults: Retention) {
-  const L = LISTED;
-  const str = (v: string | null) => (v === null ? 'null' : JSON.stringify(v));
-  const num = (v: string | null) => (v === null ? 'null' : v);
   const json = compactJson();
-  const fields: [string, (r: ListedJobRow) => string][] = [
-    ['id', (r) => r[L.id]!],
-    ['status', (r) => str(r[L.status]!)],
-    ['printer', (r) => str(r[L.printer]!)],
-    ['user', (r) => str(r[L.creator]!)],
-    ['owner', (r) => str(r[L.owner]!)],
-    ['name', (r) => str(r[L.name]!)],
-    ['fileName', (r) => str(r[L.fileName]!)],
-    ['mimeType', (r) => str(r[L.mimeType]!)],
-    ['size', (r) => num(r[L.size]!)],
-    ['copies', (r) => num(r[L.copies]!)],
-    ['priority', (r) => num(r[L.priority]!)],
-    ['pages', (r) => num(r[L.pages]!)],
-    ['checkin', (r) => json(r[L.checkin]!)],
-    ['task', (r) => json(r[L.task]!)],
-    ['flow', (r) => str(r[L.flow]!)],
-    ['redirectedFrom', (r) => str(r[L.redirectedFrom]!)],
-    ['message', (r) => str(r[L.message]!)],
-    ['created', (r) => str(r[L.created]!)],
-    ['updated', (r) => str(r[L.updated]!)],
-    ['finished', (r) => str(r[L.finished]!)],
-    ['keepTempfiles', (r) => r[L.keepTempfiles]!],
-    ['stages', (r) => stagesJson(r[L.stages]!)],
-    ['retention', (r) => retentionJson(r, defaults)],
-    ['attempts', (r) => num(r[L.attempts]!)],
-    ['nextAttempt', (r) => str(r[L.nextAttempt]!)],
-  ];
-  const byName = new Map(fields);
-  const writerOf = (select: string[] | undefined) => {
-    const chosen = select ? [...new Set(select)].filter((k) => byName.has(k)).map((k) => [k, byName.get(k)!] as const) : fields;
-    const parts = chosen.map(([k, write], i) => [`${i === 0 ? '{' : ','}"${k}":`, write] as const);
-    return (r: ListedJobRow) => {
-      let out = '';
-      for (const [prefix, write] of parts) out += prefix + write(r);
-      return parts.length === 0 ? '{}' : `${out}}`;
-    };
+  const writers: Record<string, (cols: ListedJobRow, at: number) => string> = {
+    checkin: (c, at) => json(c[at]!),
+    task: (c, at) => json(c[at]!),
+    stages: (c, at) => stagesJson(c[at]!),
+    retention: (c, at) => retentionJson(c[at] as JobState, c[at + 1]!, c[at + 2]!, c[at + 3]!, defaults),
   };
-  const all = writerOf(undefined);
-  return (rows: ListedJobRow[], select: string[] | undefined, total?: number): string => {
-    const row = select ? writerOf(select) : all;
-    let list = '[';
-    for (let i = 0; i < rows.length; i++) list += (i === 0 ? '' : ',') + row(rows[i]!);
-    list += ']';
+  return (rows: ListedJobRow[], layout: ListedLayout, total?: number): string => {
+    const out: string[] = ['['];
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      out.push(i === 0 ? '{' : ',{');
+      let at = 0;
+      for (let k = 0; k < layout.length; k++) {
+        const part = layout[k]!;
+        if ('json' in part) {
+          out.push(r[at++]!);
+        } else {
+          out.push(`${k === 0 ? '' : ','}"${part.field}":`, writers[part.field]!(r, at));
+          at += part.columns;
+        }
+      }
+      out.push('}');
+    }
+    out.push(']');
+    const list = out.join('');
     return total === undefined ? list : `{"results":${list},"totalCount":${total}}`;
   };
 }
@@ -140,12 +120,10 @@ const stagesJson = (text: string): string => text === '[]' ? text
   : JSON.stringify((JSON.parse(text) as JobStageJson[]).map((s) => ({ stage: s.stage, size: s.size, mimeType: s.mimeType, created: s.created })));
 interface JobStageJson { stage: string; size: number; mimeType: string; created: string }
 
-/** `retention` of presentJob from listed text. */
-function retentionJson(r: ListedJobRow, defaults: Retention): string {
-  const own = r[LISTED.retentionSec]!;
-  const status = r[LISTED.status] as JobState;
+/** `retention` of presentJob from the listed text of status, retention_sec, finished and updated. */
+function retentionJson(status: JobState, own: string | null, finished: string | null, updated: string, defaults: Retention): string {
   const keepSec = retentionOf({ status, retention_sec: own === null ? null : Number(own) }, defaults);
-  const since = isFinalJobState(status) ? r[LISTED.finished]! : status === 'paused' ? r[LISTED.updated]! : null;
+  const since = isFinalJobState(status) ? finished : status === 'paused' ? updated : null;
   const deleteAfter = keepSec !== null && since ? `"${new Date(Date.parse(since) + keepSec * 1000).toISOString()}"` : 'null';
   return `{"seconds":${keepSec === null ? 'null' : JSON.stringify(keepSec)},"custom":${own !== null},"deleteAfter":${deleteAfter}}`;
 }

@@ -138,34 +138,94 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
 
 /** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`), as text. */
 const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const jsonText = (col: string) => `to_json(${col})::text`;
+const orNull = (expr: string) => `coalesce(${expr}, 'null')`;
 
 /**
- * The columns a listing presents, in this order, every one as PostgreSQL's
- * text (`LISTED` names the positions): the page is written into the response
- * as JSON text by present.ts (`jobListJson`) without parsing the values into
- * numbers, Dates and objects and serialising them back, the largest cost of a
- * listing in the API process (bench/print-listing.ts, docs/benchmarks.md).
- * The list-equals-GET test (jobs-api.test.ts) holds the two forms byte-equal.
+ * How a listing presents each field of a job (presentJob's order, present.ts):
+ * either the field's JSON text built by PostgreSQL (`to_json` escapes strings
+ * exactly as `JSON.stringify` does; numbers and ISO timestamps as text), or,
+ * for the fields present.ts computes, the text of the columns it needs (jsonb
+ * that must be written compactly, the retention computed from the defaults).
+ * Parsing 100 rows into numbers, Dates and objects, presenting them and
+ * serialising them back was most of a listing's CPU in the API process
+ * (bench/print-listing.ts, docs/benchmarks.md).
  */
-const LIST_COLUMNS = ['id::text', 'status', 'printer', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size::text', 'copies::text',
-  'priority::text', 'pages::text', 'checkin::text', 'task::text', 'flow', 'redirected_from', 'message', isoSql('created'), isoSql('updated'),
-  isoSql('finished'), 'keep_tempfiles::text', 'stages::text', 'retention_sec::text', 'attempts::text', isoSql('next_attempt_at')].join(', ');
+const LISTED_FIELDS: readonly [string, { json: string } | { columns: string[] }][] = [
+  ['id', { json: 'id::text' }],
+  ['status', { json: jsonText('status') }],
+  ['printer', { json: jsonText('printer') }],
+  ['user', { json: orNull(jsonText('creator')) }],
+  ['owner', { json: orNull(jsonText('owner')) }],
+  ['name', { json: jsonText('name') }],
+  ['fileName', { json: orNull(jsonText('file_name')) }],
+  ['mimeType', { json: jsonText('mime_type') }],
+  ['size', { json: 'size::text' }],
+  ['copies', { json: 'copies::text' }],
+  ['priority', { json: 'priority::text' }],
+  ['pages', { json: orNull('pages::text') }],
+  ['checkin', { columns: ['checkin::text'] }],
+  ['task', { columns: ['task::text'] }],
+  ['flow', { json: orNull(jsonText('flow')) }],
+  ['redirectedFrom', { json: orNull(jsonText('redirected_from')) }],
+  ['message', { json: orNull(jsonText('message')) }],
+  ['created', { json: `'"' || ${isoSql('created')} || '"'` }],
+  ['updated', { json: `'"' || ${isoSql('updated')} || '"'` }],
+  ['finished', { json: orNull(`'"' || ${isoSql('finished')} || '"'`) }],
+  ['keepTempfiles', { json: 'keep_tempfiles::text' }],
+  ['stages', { columns: ['stages::text'] }],
+  ['retention', { columns: ['status', 'retention_sec::text', isoSql('finished'), isoSql('updated')] }],
+  ['attempts', { json: 'attempts::text' }],
+  ['nextAttempt', { json: orNull(`'"' || ${isoSql('next_attempt_at')} || '"'`) }],
+];
+const LISTED_BY_NAME = new Map(LISTED_FIELDS);
 
-/** Positions in a listed row (LIST_COLUMNS). */
-export const LISTED = {
-  id: 0, status: 1, printer: 2, creator: 3, owner: 4, name: 5, fileName: 6, mimeType: 7, size: 8, copies: 9, priority: 10, pages: 11,
-  checkin: 12, task: 13, flow: 14, redirectedFrom: 15, message: 16, created: 17, updated: 18, finished: 19, keepTempfiles: 20,
-  stages: 21, retentionSec: 22, attempts: 23, nextAttempt: 24,
-} as const;
-
-/** A listed job: its columns as PostgreSQL's text, null for SQL NULL, positions in LISTED. */
+/**
+ * The columns of a listed row, in order: `json`, a run of fields as JSON text
+ * (`"id":1,"status":"processed"`, a leading comma unless it starts the object);
+ * or a field present.ts writes from `columns` raw text columns.
+ */
+export type ListedLayout = ({ json: true } | { field: string; columns: number })[];
+/** A listed job: its columns as text (null for SQL NULL) as its layout says. */
 export type ListedJobRow = (string | null)[];
+
+const projections = new Map<string, { sql: string; layout: ListedLayout }>();
+
+/** The SELECT list and layout for the presented fields (`$select`, else all), built once per field list. */
+function listProjection(select: readonly string[] | undefined): { sql: string; layout: ListedLayout } {
+  const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELDS.map(([n]) => n);
+  const key = names.join(',');
+  let p = projections.get(key);
+  if (p) return p;
+  const cols: string[] = [];
+  const layout: ListedLayout = [];
+  let run: string[] = [];
+  const flush = () => {
+    if (run.length) cols.push(run.join(' || '));
+    if (run.length) layout.push({ json: true });
+    run = [];
+  };
+  names.forEach((name, i) => {
+    const f = LISTED_BY_NAME.get(name)!;
+    if ('json' in f) {
+      run.push(`'${i === 0 ? '' : ','}"${name}":'`, f.json);
+    } else {
+      flush();
+      cols.push(...f.columns);
+      layout.push({ field: name, columns: f.columns.length });
+    }
+  });
+  flush();
+  p = { sql: cols.length ? cols.join(', ') : 'NULL', layout };
+  if (projections.size < 200) projections.set(key, p);
+  return p;
+}
 
 /**
  * One page of an OData listing, limited to `scope` (the caller's identities as
  * creator or owner) when given; `total` with `$inlinecount=allpages`.
  */
-export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: ListedJobRow[]; total?: number }> {
+export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: ListedJobRow[]; layout: ListedLayout; total?: number }> {
   const params: unknown[] = [];
   const where: string[] = [];
   if (scope) {
@@ -177,11 +237,12 @@ export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefi
   const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
   const countParams = [...params];
   params.push(q.top, q.skip);
+  const { sql: columns, layout } = listProjection(q.select);
   const rows = await sql.queryArrays<ListedJobRow>(
-    `SELECT ${LIST_COLUMNS} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
-  if (!q.inlineCount) return { rows };
+    `SELECT ${columns} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
+  if (!q.inlineCount) return { rows, layout };
   const c = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM print_jobs ${cond}`, countParams);
-  return { rows, total: Number(c.rows[0]!.n) };
+  return { rows, layout, total: Number(c.rows[0]!.n) };
 }
 
 export async function deleteJob(sql: Sql, id: number): Promise<void> {

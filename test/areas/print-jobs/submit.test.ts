@@ -9,7 +9,7 @@ import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.j
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
 import { getJob, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
-import { jobListWriter, presentJob } from '../../../src/areas/print-jobs/present.js';
+import { jobListWriter, presentJob, selectFields } from '../../../src/areas/print-jobs/present.js';
 import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
 import { parseODataQuery } from '../../../src/query/odata.js';
 
@@ -48,11 +48,13 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const defaults = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
     const write = jobListWriter(defaults);
     const q = parseODataQuery(`$filter=${encodeURIComponent("user eq 'bob'")}&$orderby=id desc`, JOB_FIELDS);
-    const { rows } = await listJobs(t.db, q, undefined);
+    const { rows, layout } = await listJobs(t.db, q, undefined);
     expect(rows.length).toBe(1);
     const row = (await getJob(t.db, Number(job.id)))!;
-    expect(write(rows, q.select)).toBe(JSON.stringify([presentJob(row, defaults)]));
-    expect(JSON.parse(write(rows, ['retention', 'id'], 7))).toEqual({ results: [{ retention: { seconds: 90, custom: true, deleteAfter: expect.any(String) }, id: Number(job.id) }], totalCount: 7 });
+    expect(write(rows, layout)).toBe(JSON.stringify([presentJob(row, defaults)]));
+    const picked = await listJobs(t.db, { ...q, select: ['retention', 'id', 'name', 'retention'] }, undefined);
+    expect(write(picked.rows, picked.layout, 7)).toBe(JSON.stringify({ results: [selectFields(presentJob(row, defaults), ['retention', 'id', 'name', 'retention'])], totalCount: 7 }));
+    expect(JSON.parse(write(picked.rows, picked.layout, 7))).toEqual({ results: [{ retention: { seconds: 90, custom: true, deleteAfter: expect.any(String) }, id: Number(job.id), name: 'Ünïcode "q" \\ \n' }], totalCount: 7 });
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
 
