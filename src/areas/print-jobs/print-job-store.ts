@@ -216,7 +216,9 @@ function listProjection(select: readonly string[] | undefined): { sql: string; l
     }
   });
   flush();
-  p = { sql: cols.length ? cols.join(', ') : 'NULL', layout };
+  // aliased: an output column named like a table column (`checkin::text` is "checkin") would
+  // take that name's place in ORDER BY and sort by its text
+  p = { sql: cols.length ? cols.map((c, i) => `${c} AS c${i}`).join(', ') : 'NULL', layout };
   if (projections.size < 200) projections.set(key, p);
   return p;
 }

@@ -58,6 +58,22 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
 
+  it('orders a listing by the table columns, ties by id as a number', async () => {
+    const { rows: ids } = await t.db.query<{ id: number }>(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, created, checkin)
+      SELECT 'processed', 'p2', 'tie', 'j' || i, 'text/plain', 1, repeat('0', 64), '2024-01-01Z', jsonb_build_object('type', 'api', 'n', 12 - i)
+      FROM generate_series(1, 12) AS i RETURNING id`);
+    const write = jobListWriter({ processed: 1, canceled: 1, error: 1, paused: 1 });
+    const list = async (options: string) => {
+      const { rows, layout } = await listJobs(t.db, parseODataQuery(`$filter=${encodeURIComponent("user eq 'tie'")}&${options}`, JOB_FIELDS), undefined);
+      return (JSON.parse(write(rows, layout)) as { id: number }[]).map((j) => j.id);
+    };
+    const desc = ids.map((r) => Number(r.id)).sort((a, b) => b - a);
+    expect(await list('$orderby=created desc')).toEqual(desc);
+    expect(await list('$orderby=created desc&$select=name,id')).toEqual(desc);
+    expect(await list('$orderby=created asc,id asc&$select=id')).toEqual(desc.slice().reverse());
+    await t.db.query(`DELETE FROM print_jobs WHERE creator = 'tie'`);
+  });
+
   it('starts in waitpreprocessing with a flow and follows redirects', async () => {
     await t.db.query(`UPDATE printers SET redirect = 'p2' WHERE name = 'p 1'`);
     const job = await submitPrintJob(deps, { printer: 'p 1', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'bob', flow: 'f' });
