@@ -1,5 +1,5 @@
 import type { AppConfig } from '../../config/schema.js';
-import { isFinalJobState, type JobState } from './job-states.js';
+import { isFinalJobState } from './job-states.js';
 import type { ListedJobRow, ListedLayout, PrintJobRow } from './print-job-store.js';
 import type { PrintLogRow } from './print-log.js';
 
@@ -66,17 +66,15 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
  * of `presentJob` (through `selectFields`) gives, from rows laid out by
  * `listJobs` (print-job-store.ts): runs of fields whose JSON text PostgreSQL
  * built go in as they come; checkin, task and stages (jsonb text such as
- * `{"type": "api"}`) are re-serialised compactly, and the retention is
- * computed here from the defaults. Built as one array of pieces joined once
+ * `{"type": "api"}`) are re-serialised compactly. Built as one array of pieces joined once
  * (a string grown by `+=` is a rope that the socket write must flatten).
  */
-export function jobListWriter(defaults: Retention) {
+export function jobListWriter() {
   const json = compactJson();
   const writers: Record<string, (cols: ListedJobRow, at: number) => string> = {
     checkin: (c, at) => json(c[at]!),
     task: (c, at) => json(c[at]!),
     stages: (c, at) => stagesJson(c[at]!),
-    retention: (c, at) => retentionJson(c[at] as JobState, c[at + 1]!, c[at + 2]!, c[at + 3]!, defaults),
   };
   return (rows: ListedJobRow[], layout: ListedLayout, total?: number): string => {
     const out: string[] = ['['];
@@ -119,14 +117,6 @@ function compactJson() {
 const stagesJson = (text: string): string => text === '[]' ? text
   : JSON.stringify((JSON.parse(text) as JobStageJson[]).map((s) => ({ stage: s.stage, size: s.size, mimeType: s.mimeType, created: s.created })));
 interface JobStageJson { stage: string; size: number; mimeType: string; created: string }
-
-/** `retention` of presentJob from the listed text of status, retention_sec, finished and updated. */
-function retentionJson(status: JobState, own: string | null, finished: string | null, updated: string, defaults: Retention): string {
-  const keepSec = retentionOf({ status, retention_sec: own === null ? null : Number(own) }, defaults);
-  const since = isFinalJobState(status) ? finished : status === 'paused' ? updated : null;
-  const deleteAfter = keepSec !== null && since ? `"${new Date(Date.parse(since) + keepSec * 1000).toISOString()}"` : 'null';
-  return `{"seconds":${keepSec === null ? 'null' : JSON.stringify(keepSec)},"custom":${own !== null},"deleteAfter":${deleteAfter}}`;
-}
 
 export const presentLog = (r: PrintLogRow) => ({ at: iso(r.at)!, level: r.level, text: r.text, ...(r.job_id !== null ? { job: Number(r.job_id) } : {}) });
 

@@ -27,7 +27,7 @@ export class PrintJobService {
 
   async list(p: Principal, q: ODataQuery): Promise<{ rows: ListedJobRow[]; layout: ListedLayout; total?: number }> {
     const scope = this.s.policy.listingScope(p, 'jobs', 'read');
-    return listJobs(this.s.db, q, scope);
+    return listJobs(this.s.db, q, scope, this.s.config.print.retention);
   }
 
   /** A job the caller may read; 404 for an id that names nothing (or is no id). */

@@ -3,7 +3,7 @@ import type { ODataQuery } from '../../query/odata.js';
 import { toSql } from '../../query/to-sql.js';
 import { JOB_FIELDS } from './job-fields.js';
 import type { Sql } from '../../storage/driver/database.js';
-import { canJobMove, isFinalJobState, type JobState } from './job-states.js';
+import { canJobMove, FINAL_JOB_STATES, isFinalJobState, type JobState } from './job-states.js';
 import { logText, printLog, type PrintLogLevel } from './print-log.js';
 
 /** An intermediate file of a job (the flow's output, kept or dropped per tempfiles). */
@@ -151,7 +151,7 @@ const orNull = (expr: string) => `coalesce(${expr}, 'null')`;
  * serialising them back was most of a listing's CPU in the API process
  * (bench/print-listing.ts, docs/benchmarks.md).
  */
-const LISTED_FIELDS: readonly [string, { json: string } | { columns: string[] }][] = [
+const LISTED_FIELDS: readonly [string, { json: string | ((d: RetentionDefaults) => string) } | { columns: string[] }][] = [
   ['id', { json: 'id::text' }],
   ['status', { json: jsonText('status') }],
   ['printer', { json: jsonText('printer') }],
@@ -174,11 +174,30 @@ const LISTED_FIELDS: readonly [string, { json: string } | { columns: string[] }]
   ['finished', { json: orNull(`'"' || ${isoSql('finished')} || '"'`) }],
   ['keepTempfiles', { json: 'keep_tempfiles::text' }],
   ['stages', { columns: ['stages::text'] }],
-  ['retention', { columns: ['status', 'retention_sec::text', isoSql('finished'), isoSql('updated')] }],
+  ['retention', { json: retentionSql }],
   ['attempts', { json: 'attempts::text' }],
   ['nextAttempt', { json: orNull(`'"' || ${isoSql('next_attempt_at')} || '"'`) }],
 ];
 const LISTED_BY_NAME = new Map(LISTED_FIELDS);
+
+/** Seconds a job is kept after each state unless it sets its own (config `print.retention`). */
+export type RetentionDefaults = Record<'processed' | 'canceled' | 'error' | 'paused', number>;
+
+/**
+ * presentJob's `retention` as JSON text (present.ts `retentionOf`): the job's own
+ * seconds, else the default of its state; kept from `finished` in a final state,
+ * from `updated` when paused. The defaults are validated integers, written as
+ * literals so that the statement's text stays the same.
+ */
+function retentionSql(d: RetentionDefaults): string {
+  const int = (n: number) => String(Math.trunc(Number(n)));
+  const keep = `coalesce(retention_sec, CASE status WHEN 'processed' THEN ${int(d.processed)} WHEN 'canceled' THEN ${int(d.canceled)}`
+    + ` WHEN 'error' THEN ${int(d.error)} WHEN 'paused' THEN ${int(d.paused)} END)`;
+  const finals = FINAL_JOB_STATES.map((st) => `'${st}'`).join(', ');
+  const since = `CASE WHEN status IN (${finals}) THEN finished WHEN status = 'paused' THEN updated END`;
+  return `'{"seconds":' || coalesce(${keep}::text, 'null') || ',"custom":' || (retention_sec IS NOT NULL)::text`
+    + ` || ',"deleteAfter":' || coalesce('"' || ${isoSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
+}
 
 /**
  * The columns of a listed row, in order: `json`, a run of fields as JSON text
@@ -192,9 +211,9 @@ export type ListedJobRow = (string | null)[];
 const projections = new Map<string, { sql: string; layout: ListedLayout }>();
 
 /** The SELECT list and layout for the presented fields (`$select`, else all), built once per field list. */
-function listProjection(select: readonly string[] | undefined): { sql: string; layout: ListedLayout } {
+function listProjection(select: readonly string[] | undefined, retention: RetentionDefaults): { sql: string; layout: ListedLayout } {
   const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELDS.map(([n]) => n);
-  const key = names.join(',');
+  const key = `${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
   let p = projections.get(key);
   if (p) return p;
   const cols: string[] = [];
@@ -208,7 +227,7 @@ function listProjection(select: readonly string[] | undefined): { sql: string; l
   names.forEach((name, i) => {
     const f = LISTED_BY_NAME.get(name)!;
     if ('json' in f) {
-      run.push(`'${i === 0 ? '' : ','}"${name}":'`, f.json);
+      run.push(`'${i === 0 ? '' : ','}"${name}":'`, typeof f.json === 'string' ? f.json : f.json(retention));
     } else {
       flush();
       cols.push(...f.columns);
@@ -227,7 +246,7 @@ function listProjection(select: readonly string[] | undefined): { sql: string; l
  * One page of an OData listing, limited to `scope` (the caller's identities as
  * creator or owner) when given; `total` with `$inlinecount=allpages`.
  */
-export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: ListedJobRow[]; layout: ListedLayout; total?: number }> {
+export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined, retention: RetentionDefaults): Promise<{ rows: ListedJobRow[]; layout: ListedLayout; total?: number }> {
   const params: unknown[] = [];
   const where: string[] = [];
   if (scope) {
@@ -239,7 +258,7 @@ export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefi
   const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
   const countParams = [...params];
   params.push(q.top, q.skip);
-  const { sql: columns, layout } = listProjection(q.select);
+  const { sql: columns, layout } = listProjection(q.select, retention);
   const rows = await sql.queryArrays<ListedJobRow>(
     `SELECT ${columns} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
   if (!q.inlineCount) return { rows, layout };

@@ -19,7 +19,7 @@ export function printJobRoutes(s: Services): Router {
   const json = jsonBody(s.config.server.jsonLimit);
   const retention = s.config.print.retention;
   const present = (row: Parameters<typeof presentJob>[0]) => presentJob(row, retention);
-  const listJson = jobListWriter(retention);
+  const listJson = jobListWriter();
 
   router.get(['/jobs', '/jobs/'], async (ctx) => {
     const q = parseODataQuery(ctx.querystring, JOB_FIELDS);

@@ -46,13 +46,13 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     await t.db.query(`UPDATE print_jobs SET status = 'processed', finished = now() - interval '1.5 seconds', retention_sec = 90, pages = 2,
       task = '{"sid":"s","tid":"t","item":"i"}', checkin = '{"type":"api","source":"ua/1.0 \\"x\\""}' WHERE id = $1`, [job.id]);
     const defaults = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
-    const write = jobListWriter(defaults);
+    const write = jobListWriter();
     const q = parseODataQuery(`$filter=${encodeURIComponent("user eq 'bob'")}&$orderby=id desc`, JOB_FIELDS);
-    const { rows, layout } = await listJobs(t.db, q, undefined);
+    const { rows, layout } = await listJobs(t.db, q, undefined, defaults);
     expect(rows.length).toBe(1);
     const row = (await getJob(t.db, Number(job.id)))!;
     expect(write(rows, layout)).toBe(JSON.stringify([presentJob(row, defaults)]));
-    const picked = await listJobs(t.db, { ...q, select: ['retention', 'id', 'name', 'retention'] }, undefined);
+    const picked = await listJobs(t.db, { ...q, select: ['retention', 'id', 'name', 'retention'] }, undefined, defaults);
     expect(write(picked.rows, picked.layout, 7)).toBe(JSON.stringify({ results: [selectFields(presentJob(row, defaults), ['retention', 'id', 'name', 'retention'])], totalCount: 7 }));
     expect(JSON.parse(write(picked.rows, picked.layout, 7))).toEqual({ results: [{ retention: { seconds: 90, custom: true, deleteAfter: expect.any(String) }, id: Number(job.id), name: 'Ünïcode "q" \\ \n' }], totalCount: 7 });
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
@@ -62,9 +62,9 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const { rows: ids } = await t.db.query<{ id: number }>(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, created, checkin)
       SELECT 'processed', 'p2', 'tie', 'j' || i, 'text/plain', 1, repeat('0', 64), '2024-01-01Z', jsonb_build_object('type', 'api', 'n', 12 - i)
       FROM generate_series(1, 12) AS i RETURNING id`);
-    const write = jobListWriter({ processed: 1, canceled: 1, error: 1, paused: 1 });
+    const write = jobListWriter();
     const list = async (options: string) => {
-      const { rows, layout } = await listJobs(t.db, parseODataQuery(`$filter=${encodeURIComponent("user eq 'tie'")}&${options}`, JOB_FIELDS), undefined);
+      const { rows, layout } = await listJobs(t.db, parseODataQuery(`$filter=${encodeURIComponent("user eq 'tie'")}&${options}`, JOB_FIELDS), undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
       return (JSON.parse(write(rows, layout)) as { id: number }[]).map((j) => j.id);
     };
     const desc = ids.map((r) => Number(r.id)).sort((a, b) => b - a);
