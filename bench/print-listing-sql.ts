@@ -71,6 +71,13 @@ try {
     await time(label, backend, () => client.query({ name, text, values: ['processed', 'p7'] }));
   }
   await time('shipped listJobs (JSON text from PostgreSQL)', pool, () => listJobs(db, q, undefined, { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 }));
+  // the plan the shipped statement runs with once PostgreSQL switches to its generic plan
+  let shipped = '';
+  await listJobs({ ...db, queryArrays: async (text: string) => { shipped = text; return []; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
+  await client.query('SET plan_cache_mode = force_generic_plan');
+  await client.query(`PREPARE shipped(text, text, int, int) AS ${shipped}`);
+  const plan = await client.query(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE shipped('processed', 'p7', 100, 0)`);
+  console.log(`generic plan of the shipped statement:\n${plan.rows.map((r: Record<string, string>) => Object.values(r)[0]).join('\n')}`);
   await client.end();
 } finally {
   await db.exec(`DROP SCHEMA "${schema}" CASCADE`).catch(() => {});
