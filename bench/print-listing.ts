@@ -23,6 +23,9 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { printSummary, summarizeProfile } from './profile.js';
+import { listJobs } from '../src/areas/print-jobs/print-job-store.js';
+import { JOB_FIELDS } from '../src/areas/print-jobs/job-fields.js';
+import { parseODataQuery } from '../src/query/odata.js';
 import { compileServers, expectStatus, fmt, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
@@ -118,9 +121,14 @@ try {
         [jobs, STATES]);
       await client.query('ANALYZE print_jobs');
       seedMs = Date.now() - t0;
-      const explain = await client.query(
-        `EXPLAIN SELECT * FROM print_jobs WHERE ((status)::text = $1::text) AND ((printer)::text = $2::text) ORDER BY (created) DESC, id DESC LIMIT 100 OFFSET 0`,
-        ['processed', 'p7']);
+      // the plan of the statement the server runs (its text from listJobs), as the generic plan
+      // PostgreSQL switches the prepared statement to after five executions
+      let statement = '';
+      const capture = { queryArrays: async (text: string) => { statement = text; return []; }, query: async () => ({ rows: [], rowCount: 0 }), exec: async () => {} };
+      await listJobs(capture, parseODataQuery(QUERY, JOB_FIELDS), undefined, { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 });
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE listing(text, text, int, int) AS ${statement}`);
+      const explain = await client.query(`EXPLAIN EXECUTE listing('processed', 'p7', 100, 0)`);
       plan = explain.rows.map((r: Record<string, string>) => Object.values(r)[0]).join('\n');
     } finally {
       await client.end();
