@@ -36,6 +36,23 @@ const VARIANTS: Record<string, string> = {
   'x: row_to_json of presented columns': `SELECT row_to_json(j)::text FROM (SELECT id, status, printer, creator AS "user", owner, name, file_name AS "fileName", mime_type AS "mimeType", size, copies, priority, pages, flow, redirected_from AS "redirectedFrom", message, created, updated, finished, keep_tempfiles AS "keepTempfiles", attempts, next_attempt_at AS "nextAttempt" FROM print_jobs ${WHERE}) j`,
 };
 
+/** The SELECT list of the shipped listing statement, split into its columns. */
+let shippedText = '';
+function shippedColumns(): string[] {
+  const list = shippedText.slice('SELECT '.length, shippedText.indexOf(' FROM print_jobs'));
+  return list.split(/ AS c\d+(?:, |$)/).filter(Boolean);
+}
+/** Microseconds per row of `SELECT <expr> FROM print_jobs` (best of three). */
+async function perRow(client: pg.Client, expr: string): Promise<number> {
+  let best = Infinity;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    await client.query(`SELECT ${expr} FROM print_jobs`);
+    best = Math.min(best, performance.now() - t0);
+  }
+  return (best * 1000) / 100_000;
+}
+
 const db = await openPostgres({ url: DATABASE_URL, schema, poolSize: 1 });
 try {
   await migrate(db);
@@ -50,6 +67,7 @@ try {
   const { parseODataQuery } = await import('../src/query/odata.js');
   const { JOB_FIELDS } = await import('../src/areas/print-jobs/job-fields.js');
   const q = parseODataQuery(`$filter=${encodeURIComponent("status eq 'processed' and printer eq 'p7'")}&$orderby=created desc&$top=100`, JOB_FIELDS);
+  await listJobs({ ...db, queryArrays: async (text: string) => { shippedText = text; return []; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
   const client = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}" -c TimeZone=UTC` });
   await client.connect();
   const backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
@@ -71,9 +89,12 @@ try {
     await time(label, backend, () => client.query({ name, text, values: ['processed', 'p7'] }));
   }
   await time('shipped listJobs (JSON text from PostgreSQL)', pool, () => listJobs(db, q, undefined, { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 }));
+  // each column of the shipped statement over all 100,000 rows: PostgreSQL's cost per row
+  const cols = shippedColumns();
+  const base = await perRow(client, 'count(*)');
+  for (const c of cols) console.log(`  ${((await perRow(client, `count(${c})`)) - base).toFixed(3)} µs/row  ${c.slice(0, 110)}`);
   // the plan the shipped statement runs with once PostgreSQL switches to its generic plan
-  let shipped = '';
-  await listJobs({ ...db, queryArrays: async (text: string) => { shipped = text; return []; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
+  const shipped = shippedText;
   await client.query('SET plan_cache_mode = force_generic_plan');
   await client.query(`PREPARE shipped(text, text, int, int) AS ${shipped}`);
   const plan = await client.query(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE shipped('processed', 'p7', 100, 0)`);

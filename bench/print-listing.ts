@@ -13,8 +13,11 @@
  * (OData parsed and translated per request; the print listing has no cache).
  * The floor is bench/bare-server.ts's `/v3/jobs/` (Koa + @koa/router, a
  * precomputed array of 100 job-shaped objects), measured before and after.
- * Prints a table, the ratio (target >= 0.3) and one JSON line. `--profile`
- * runs the project under `--cpu-prof` and prints where its CPU went.
+ * Prints a table (req/s, latency, the server's CPU per request and, for the
+ * project, its PostgreSQL backends' CPU per request), the generic plan of the
+ * statement the server runs (from listJobs), the ratio (target >= 0.3) and
+ * one JSON line. `--profile` runs the project under `--cpu-prof` and prints
+ * where its CPU went.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
