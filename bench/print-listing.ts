@@ -13,8 +13,11 @@
  * (OData parsed and translated per request; the print listing has no cache).
  * The floor is bench/bare-server.ts's `/v3/jobs/` (Koa + @koa/router, a
  * precomputed array of 100 job-shaped objects), measured before and after.
- * Prints a table, the ratio (target >= 0.3) and one JSON line. `--profile`
- * runs the project under `--cpu-prof` and prints where its CPU went.
+ * Prints a table (req/s, latency, the server's CPU per request and, for the
+ * project, its PostgreSQL backends' CPU per request), the generic plan of the
+ * statement the server runs (from listJobs), the ratio (target >= 0.3) and
+ * one JSON line. `--profile` runs the project under `--cpu-prof` and prints
+ * where its CPU went.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -23,6 +26,9 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { printSummary, summarizeProfile } from './profile.js';
+import { listJobs } from '../src/areas/print-jobs/print-job-store.js';
+import { JOB_FIELDS } from '../src/areas/print-jobs/job-fields.js';
+import { parseODataQuery } from '../src/query/odata.js';
 import { compileServers, expectStatus, fmt, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
@@ -54,15 +60,33 @@ if (!(warmup >= 0 && warmup <= 60)) throw new Error('--warmup: 0 to 60 s');
 if (!Number.isInteger(connections) || connections < 1 || connections > 1000) throw new Error('--connections: 1 to 1000');
 if (!Number.isInteger(jobs) || jobs < 1000 || jobs > 10_000_000) throw new Error('--jobs: 1000 to 10000000');
 
-interface Run { label: string; reqPerSec: number; p50: number; p99: number; non2xx: number; errors: number; serverCpuMsPerReq: number }
+interface Run { label: string; reqPerSec: number; p50: number; p99: number; non2xx: number; errors: number; serverCpuMsPerReq: number; pgCpuMsPerReq?: number }
 
-async function measure(label: string, server: ChildServer, url: string, headers: Record<string, string>): Promise<Run> {
+/** PostgreSQL backends of the project server (bench/server.ts sets application_name to its schema). */
+async function backendPids(appName: string): Promise<number[]> {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    return rows.map((r) => r.pid);
+  } finally {
+    await client.end();
+  }
+}
+const cpuOf = (pids: number[]) => pids.reduce((a, pid) => a + (procCpuSeconds(pid) ?? 0), 0);
+
+async function measure(label: string, server: ChildServer, url: string, headers: Record<string, string>, appName?: string): Promise<Run> {
   if (warmup > 0) await autocannon({ url, connections, duration: warmup, headers, timeout: 30 });
+  const pids = appName ? await backendPids(appName) : [];
   const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
+  const pg0 = cpuOf(pids);
   const r = await autocannon({ url, connections, duration, headers, timeout: 30 });
   const cpu = (procCpuSeconds(server.info.pid) ?? 0) - cpu0;
-  const run = { label, reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts, serverCpuMsPerReq: (cpu * 1000) / Math.max(1, r['2xx']) };
-  console.error(`${label}: ${fmt(run.reqPerSec)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non2xx ${run.non2xx}, errors ${run.errors}, ${fmt(run.serverCpuMsPerReq, 3)} server ms/req`);
+  const pgCpu = cpuOf(pids) - pg0;
+  const served = Math.max(1, r['2xx']);
+  const run: Run = { label, reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts, serverCpuMsPerReq: (cpu * 1000) / served,
+    ...(appName ? { pgCpuMsPerReq: (pgCpu * 1000) / served } : {}) };
+  console.error(`${label}: ${fmt(run.reqPerSec)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non2xx ${run.non2xx}, errors ${run.errors}, ${fmt(run.serverCpuMsPerReq, 3)} server ms/req${appName ? `, ${fmt(run.pgCpuMsPerReq!, 3)} postgres ms/req (${pids.length} backends)` : ''}`);
   return run;
 }
 
@@ -100,9 +124,14 @@ try {
         [jobs, STATES]);
       await client.query('ANALYZE print_jobs');
       seedMs = Date.now() - t0;
-      const explain = await client.query(
-        `EXPLAIN SELECT * FROM print_jobs WHERE ((status)::text = $1::text) AND ((printer)::text = $2::text) ORDER BY (created) DESC, id DESC LIMIT 100 OFFSET 0`,
-        ['processed', 'p7']);
+      // the plan of the statement the server runs (its text from listJobs), as the generic plan
+      // PostgreSQL switches the prepared statement to after five executions
+      let statement = '';
+      const capture = { queryArrays: async (text: string) => { statement = text; return []; }, query: async () => ({ rows: [], rowCount: 0 }), exec: async () => {} };
+      await listJobs(capture, parseODataQuery(QUERY, JOB_FIELDS), undefined, { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 });
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE listing(text, text, int, int) AS ${statement}`);
+      const explain = await client.query(`EXPLAIN EXECUTE listing('processed', 'p7', 100, 0)`);
       plan = explain.rows.map((r: Record<string, string>) => Object.values(r)[0]).join('\n');
     } finally {
       await client.end();
@@ -114,7 +143,7 @@ try {
     if (!Array.isArray(list) || list.length !== 100 || list.some((j) => j.status !== 'processed' || j.printer !== 'p7')) throw new Error('the filtered listing did not answer 100 processed jobs of p7');
     bodyBytes = probe.raw.length;
     console.error(`seeded ${jobs} jobs in ${seedMs} ms; body ${bodyBytes} bytes\nplan:\n${plan}`);
-    runs.push(await measure(`project log=${args['log-level']}`, server, target, { authorization: `Bearer ${token}` }));
+    runs.push(await measure(`project log=${args['log-level']}`, server, target, { authorization: `Bearer ${token}` }, schema));
   } finally {
     await server.stop();
   }
@@ -133,7 +162,7 @@ const bares = runs.filter((r) => r.label.startsWith('bare'));
 const floor = bares.reduce((a, r) => a + r.reqPerSec, 0) / bares.length;
 const project = runs.find((r) => r.label.startsWith('project'))!;
 console.log(`\nGET /v3/jobs/?$filter=${FILTER}&$orderby=created desc&$top=100 over ${jobs} jobs, ${connections} connections, ${duration} s each (+${warmup} s warm-up), server: ${mode}, ${os.cpus().length} cores, node ${process.version}`);
-printTable(['run', 'req/s', 'x bare', 'p50 ms', 'p99 ms', 'non2xx+err', 'server ms/req'],
-  runs.map((r) => [r.label, fmt(r.reqPerSec), fmt(r.reqPerSec / floor, 2), r.p50, r.p99, r.non2xx + r.errors, fmt(r.serverCpuMsPerReq, 3)]));
+printTable(['run', 'req/s', 'x bare', 'p50 ms', 'p99 ms', 'non2xx+err', 'server ms/req', 'postgres ms/req'],
+  runs.map((r) => [r.label, fmt(r.reqPerSec), fmt(r.reqPerSec / floor, 2), r.p50, r.p99, r.non2xx + r.errors, fmt(r.serverCpuMsPerReq, 3), r.pgCpuMsPerReq === undefined ? '' : fmt(r.pgCpuMsPerReq, 3)]));
 console.log(`ratio project / bare: ${fmt(project.reqPerSec / floor, 2)} (target >= 0.30)`);
 console.log(JSON.stringify({ bench: 'print-listing', jobs, connections, duration, warmup, server: mode, cores: os.cpus().length, loadavg: os.loadavg(), seedMs, bodyBytes, bareReqPerSec: floor, runs, ratio: project.reqPerSec / floor, targetMet: project.reqPerSec / floor >= 0.3, plan }));

@@ -99,6 +99,24 @@ export function parseODataQuery(querystring: string, fields: ODataFields): OData
   // percent-decoded) and '&' (the option separator). Clients encode differently
   // (`%2F`, `%27`, `+`); decoding first makes them all read alike.
   const text = [...seen].map(([k, v]) => `${k}=${v.replace(/%/g, '%25').replace(/&/g, '%26')}`).join('&');
+  // A listing polled with the same options parses them once (the parse was ~7 % of a
+  // listing request's CPU, docs/benchmarks.md). Only the parsed options are kept, never
+  // results; bounded, and only queries that parsed.
+  let known = parsedQueries.get(fields);
+  if (!known) parsedQueries.set(fields, (known = new Map()));
+  const hit = known.get(text);
+  if (hit) return hit;
+  const q = parseOptions(text, seen, fields);
+  if (known.size >= PARSED_MAX) known.clear();
+  known.set(text, q);
+  return q;
+}
+
+/** Parsed queries by their normalised option text, per field set (parseODataQuery); treat them as read-only. */
+const parsedQueries = new WeakMap<ODataFields, Map<string, ODataQuery>>();
+const PARSED_MAX = 500;
+
+function parseOptions(text: string, seen: Map<string, string>, fields: ODataFields): ODataQuery {
   let tree: Record<string, unknown>;
   let binds: [string, unknown][];
   try {
@@ -117,7 +135,7 @@ export function parseODataQuery(querystring: string, fields: ODataFields): OData
     if (tree.$inlinecount !== 'allpages' && tree.$inlinecount !== 'none') throw new AppError('INVALID_QUERY', '$inlinecount is allpages or none');
     q.inlineCount = tree.$inlinecount === 'allpages';
   }
-  return q;
+  return Object.freeze(q);
 }
 
 function syntaxError(err: unknown, text: string): AppError {

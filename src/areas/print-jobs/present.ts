@@ -1,10 +1,10 @@
 import type { AppConfig } from '../../config/schema.js';
 import { isFinalJobState } from './job-states.js';
-import type { ListedJobRow, PrintJobRow } from './print-job-store.js';
+import type { ListedJobRow, ListedLayout, PrintJobRow } from './print-job-store.js';
 import type { PrintLogRow } from './print-log.js';
 
-/** Dates as ISO text; listings already bring the text (LIST_COLUMNS in print-job-store.ts). */
-const iso = (d: Date | string | null) => (d === null ? null : typeof d === 'string' ? d : d.toISOString());
+/** Dates as ISO text. */
+const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
 export type Retention = AppConfig['print']['retention'];
 
@@ -15,7 +15,7 @@ export function retentionOf(row: Pick<PrintJobRow, 'status' | 'retention_sec'>, 
 }
 
 /** A job as the API shows it (DESIGN.md section 7). */
-export function presentJob(row: PrintJobRow | ListedJobRow, defaults: Retention) {
+export function presentJob(row: PrintJobRow, defaults: Retention) {
   const keepSec = retentionOf(row, defaults);
   const since = isFinalJobState(row.status) ? row.finished : row.status === 'paused' ? row.updated : null;
   return {
@@ -44,7 +44,7 @@ export function presentJob(row: PrintJobRow | ListedJobRow, defaults: Retention)
     retention: {
       seconds: keepSec,
       custom: row.retention_sec !== null,
-      deleteAfter: keepSec !== null && since ? new Date((typeof since === 'string' ? Date.parse(since) : since.getTime()) + keepSec * 1000).toISOString() : null,
+      deleteAfter: keepSec !== null && since ? new Date(since.getTime() + keepSec * 1000).toISOString() : null,
     },
     attempts: row.attempts,
     nextAttempt: iso(row.next_attempt_at),
@@ -60,6 +60,63 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
   for (const k of select) if (Object.hasOwn(obj, k)) out[k as keyof T] = obj[k as keyof T];
   return out;
 }
+
+/**
+ * A page of the job listing as JSON text, byte for byte what `JSON.stringify`
+ * of `presentJob` (through `selectFields`) gives, from rows laid out by
+ * `listJobs` (print-job-store.ts): runs of fields whose JSON text PostgreSQL
+ * built go in as they come; checkin, task and stages (jsonb text such as
+ * `{"type": "api"}`) are re-serialised compactly. Built as one array of pieces joined once
+ * (a string grown by `+=` is a rope that the socket write must flatten).
+ */
+export function jobListWriter() {
+  const json = compactJson();
+  const writers: Record<string, (cols: ListedJobRow, at: number) => string> = {
+    checkin: (c, at) => json(c[at]!),
+    task: (c, at) => json(c[at]!),
+    stages: (c, at) => stagesJson(c[at]!),
+  };
+  return (rows: ListedJobRow[], layout: ListedLayout, total?: number): string => {
+    const out: string[] = ['['];
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      out.push(i === 0 ? '{' : ',{');
+      let at = 0;
+      for (let k = 0; k < layout.length; k++) {
+        const part = layout[k]!;
+        if ('json' in part) {
+          out.push(r[at++]!);
+        } else {
+          out.push(`${k === 0 ? '' : ','}"${part.field}":`, writers[part.field]!(r, at));
+          at += part.columns;
+        }
+      }
+      out.push('}');
+    }
+    out.push(']');
+    const list = out.join('');
+    return total === undefined ? list : `{"results":${list},"totalCount":${total}}`;
+  };
+}
+
+/** jsonb text as `JSON.stringify(JSON.parse(text))`; the few distinct values (checkin, task) are remembered, bounded. */
+function compactJson() {
+  const seen = new Map<string, string>();
+  return (text: string | null): string => {
+    if (text === null) return 'null';
+    let out = seen.get(text);
+    if (out === undefined) {
+      out = JSON.stringify(JSON.parse(text)) as string;
+      if (seen.size >= 1000) seen.clear();
+      seen.set(text, out);
+    }
+    return out;
+  };
+}
+
+const stagesJson = (text: string): string => text === '[]' ? text
+  : JSON.stringify((JSON.parse(text) as JobStageJson[]).map((s) => ({ stage: s.stage, size: s.size, mimeType: s.mimeType, created: s.created })));
+interface JobStageJson { stage: string; size: number; mimeType: string; created: string }
 
 export const presentLog = (r: PrintLogRow) => ({ at: iso(r.at)!, level: r.level, text: r.text, ...(r.job_id !== null ? { job: Number(r.job_id) } : {}) });
 

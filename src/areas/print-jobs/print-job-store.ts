@@ -3,7 +3,7 @@ import type { ODataQuery } from '../../query/odata.js';
 import { toSql } from '../../query/to-sql.js';
 import { JOB_FIELDS } from './job-fields.js';
 import type { Sql } from '../../storage/driver/database.js';
-import { canJobMove, isFinalJobState, type JobState } from './job-states.js';
+import { canJobMove, FINAL_JOB_STATES, isFinalJobState, type JobState } from './job-states.js';
 import { logText, printLog, type PrintLogLevel } from './print-log.js';
 
 /** An intermediate file of a job (the flow's output, kept or dropped per tempfiles). */
@@ -136,28 +136,117 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
   return row;
 }
 
-/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`). */
-const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${col}`;
+/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`), as text. */
+const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const jsonText = (col: string) => `to_json(${col})::text`;
+const orNull = (expr: string) => `coalesce(${expr}, 'null')`;
 
 /**
- * The columns a listing presents, timestamps already as ISO text: 100 rows a
- * page would otherwise be parsed into Dates and formatted back, the largest
- * cost of a listing in the API process (bench/print-listing.ts). The
- * list-equals-GET test (jobs-api.test.ts) holds the two forms equal.
+ * How a listing presents each field of a job (presentJob's order, present.ts):
+ * either the field's JSON text built by PostgreSQL (`to_json` escapes strings
+ * exactly as `JSON.stringify` does; numbers and ISO timestamps as text), or,
+ * for the fields present.ts computes, the text of the columns it needs (jsonb
+ * that must be written compactly, the retention computed from the defaults).
+ * Parsing 100 rows into numbers, Dates and objects, presenting them and
+ * serialising them back was most of a listing's CPU in the API process
+ * (bench/print-listing.ts, docs/benchmarks.md).
  */
-const LIST_COLUMNS = ['id', 'status', 'printer', 'redirected_from', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size',
-  'copies', 'priority', 'pages', 'checkin', 'task', 'flow', 'stages', 'keep_tempfiles', 'retention_sec', 'message', 'attempts',
-  isoSql('finished'), isoSql('created'), isoSql('updated'), isoSql('next_attempt_at')].join(', ');
+const LISTED_FIELDS: readonly [string, { json: string | ((d: RetentionDefaults) => string) } | { columns: string[] }][] = [
+  ['id', { json: 'id::text' }],
+  ['status', { json: jsonText('status') }],
+  ['printer', { json: jsonText('printer') }],
+  ['user', { json: orNull(jsonText('creator')) }],
+  ['owner', { json: orNull(jsonText('owner')) }],
+  ['name', { json: jsonText('name') }],
+  ['fileName', { json: orNull(jsonText('file_name')) }],
+  ['mimeType', { json: jsonText('mime_type') }],
+  ['size', { json: 'size::text' }],
+  ['copies', { json: 'copies::text' }],
+  ['priority', { json: 'priority::text' }],
+  ['pages', { json: orNull('pages::text') }],
+  ['checkin', { columns: ['checkin::text'] }],
+  ['task', { columns: ['task::text'] }],
+  ['flow', { json: orNull(jsonText('flow')) }],
+  ['redirectedFrom', { json: orNull(jsonText('redirected_from')) }],
+  ['message', { json: orNull(jsonText('message')) }],
+  ['created', { json: `'"' || ${isoSql('created')} || '"'` }],
+  ['updated', { json: `'"' || ${isoSql('updated')} || '"'` }],
+  ['finished', { json: orNull(`'"' || ${isoSql('finished')} || '"'`) }],
+  ['keepTempfiles', { json: 'keep_tempfiles::text' }],
+  ['stages', { columns: ['stages::text'] }],
+  ['retention', { json: retentionSql }],
+  ['attempts', { json: 'attempts::text' }],
+  ['nextAttempt', { json: orNull(`'"' || ${isoSql('next_attempt_at')} || '"'`) }],
+];
+const LISTED_BY_NAME = new Map(LISTED_FIELDS);
 
-/** A listed job: a row whose timestamps are ISO text (see LIST_COLUMNS). */
-export type ListedJobRow = Omit<PrintJobRow, 'finished' | 'created' | 'updated' | 'next_attempt_at' | 'blob_sha256' | 'seq' | 'handoff_at'>
-  & { finished: string | null; created: string; updated: string; next_attempt_at: string | null };
+/** Seconds a job is kept after each state unless it sets its own (config `print.retention`). */
+export type RetentionDefaults = Record<'processed' | 'canceled' | 'error' | 'paused', number>;
+
+/**
+ * presentJob's `retention` as JSON text (present.ts `retentionOf`): the job's own
+ * seconds, else the default of its state; kept from `finished` in a final state,
+ * from `updated` when paused. The defaults are validated integers, written as
+ * literals so that the statement's text stays the same.
+ */
+function retentionSql(d: RetentionDefaults): string {
+  const int = (n: number) => String(Math.trunc(Number(n)));
+  const keep = `coalesce(retention_sec, CASE status WHEN 'processed' THEN ${int(d.processed)} WHEN 'canceled' THEN ${int(d.canceled)}`
+    + ` WHEN 'error' THEN ${int(d.error)} WHEN 'paused' THEN ${int(d.paused)} END)`;
+  const finals = FINAL_JOB_STATES.map((st) => `'${st}'`).join(', ');
+  const since = `CASE WHEN status IN (${finals}) THEN finished WHEN status = 'paused' THEN updated END`;
+  return `'{"seconds":' || coalesce(${keep}::text, 'null') || ',"custom":' || (retention_sec IS NOT NULL)::text`
+    + ` || ',"deleteAfter":' || coalesce('"' || ${isoSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
+}
+
+/**
+ * The columns of a listed row, in order: `json`, a run of fields as JSON text
+ * (`"id":1,"status":"processed"`, a leading comma unless it starts the object);
+ * or a field present.ts writes from `columns` raw text columns.
+ */
+export type ListedLayout = ({ json: true } | { field: string; columns: number })[];
+/** A listed job: its columns as text (null for SQL NULL) as its layout says. */
+export type ListedJobRow = (string | null)[];
+
+const projections = new Map<string, { sql: string; layout: ListedLayout }>();
+
+/** The SELECT list and layout for the presented fields (`$select`, else all), built once per field list. */
+function listProjection(select: readonly string[] | undefined, retention: RetentionDefaults): { sql: string; layout: ListedLayout } {
+  const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELDS.map(([n]) => n);
+  const key = `${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
+  let p = projections.get(key);
+  if (p) return p;
+  const cols: string[] = [];
+  const layout: ListedLayout = [];
+  let run: string[] = [];
+  const flush = () => {
+    if (run.length) cols.push(run.join(' || '));
+    if (run.length) layout.push({ json: true });
+    run = [];
+  };
+  names.forEach((name, i) => {
+    const f = LISTED_BY_NAME.get(name)!;
+    if ('json' in f) {
+      run.push(`'${i === 0 ? '' : ','}"${name}":'`, typeof f.json === 'string' ? f.json : f.json(retention));
+    } else {
+      flush();
+      cols.push(...f.columns);
+      layout.push({ field: name, columns: f.columns.length });
+    }
+  });
+  flush();
+  // aliased: an output column named like a table column (`checkin::text` is "checkin") would
+  // take that name's place in ORDER BY and sort by its text
+  p = { sql: cols.length ? cols.map((c, i) => `${c} AS c${i}`).join(', ') : 'NULL', layout };
+  if (projections.size < 200) projections.set(key, p);
+  return p;
+}
 
 /**
  * One page of an OData listing, limited to `scope` (the caller's identities as
  * creator or owner) when given; `total` with `$inlinecount=allpages`.
  */
-export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined): Promise<{ rows: ListedJobRow[]; total?: number }> {
+export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined, retention: RetentionDefaults): Promise<{ rows: ListedJobRow[]; layout: ListedLayout; total?: number }> {
   const params: unknown[] = [];
   const where: string[] = [];
   if (scope) {
@@ -169,11 +258,12 @@ export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefi
   const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
   const countParams = [...params];
   params.push(q.top, q.skip);
-  const { rows } = await sql.query<ListedJobRow>(
-    `SELECT ${LIST_COLUMNS} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
-  if (!q.inlineCount) return { rows };
+  const { sql: columns, layout } = listProjection(q.select, retention);
+  const rows = await sql.queryArrays<ListedJobRow>(
+    `SELECT ${columns} FROM print_jobs ${cond} ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`, params);
+  if (!q.inlineCount) return { rows, layout };
   const c = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM print_jobs ${cond}`, countParams);
-  return { rows, total: Number(c.rows[0]!.n) };
+  return { rows, layout, total: Number(c.rows[0]!.n) };
 }
 
 export async function deleteJob(sql: Sql, id: number): Promise<void> {

@@ -9,7 +9,7 @@ import type { Services } from '../../runtime/services.js';
 import { JOB_FIELDS } from './job-fields.js';
 import type { JobOperation } from './job-states.js';
 import { PrintJobService } from './print-job-service.js';
-import { logText, presentJob, presentLog, selectFields } from './present.js';
+import { jobListWriter, logText, presentJob, presentLog } from './present.js';
 import { moveSchema, submitQuerySchema, tempfilesSchema } from './schema.js';
 
 /** Print jobs (print API 11.2.0 `/v3/jobs/...`, DESIGN.md section 7). */
@@ -19,12 +19,14 @@ export function printJobRoutes(s: Services): Router {
   const json = jsonBody(s.config.server.jsonLimit);
   const retention = s.config.print.retention;
   const present = (row: Parameters<typeof presentJob>[0]) => presentJob(row, retention);
+  const listJson = jobListWriter();
 
   router.get(['/jobs', '/jobs/'], async (ctx) => {
     const q = parseODataQuery(ctx.querystring, JOB_FIELDS);
-    const { rows, total } = await jobs.list(principal(ctx), q);
-    const results = rows.map((r) => selectFields(present(r), q.select));
-    ctx.body = q.inlineCount ? { results, totalCount: total } : results;
+    const { rows, layout, total } = await jobs.list(principal(ctx), q);
+    // the page as JSON text, mostly built by PostgreSQL (present.ts), not objects serialised by Koa
+    ctx.type = 'application/json';
+    ctx.body = listJson(rows, layout, q.inlineCount ? total : undefined);
   });
 
   // Extension (not in the 11.2.0 spec): the document as the raw body, streamed.

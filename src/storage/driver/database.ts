@@ -10,6 +10,12 @@ export interface QueryResult<T> {
 
 export interface Sql {
   query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<T>>;
+  /**
+   * Rows as arrays in column order, not objects (`rowMode: 'array'`): for
+   * listings that write the values straight into their JSON. Select text
+   * (`col::text`) to receive PostgreSQL's text as is, without type parsing.
+   */
+  queryArrays<T extends unknown[] = unknown[]>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(text: string): Promise<void>;
 }

@@ -21,6 +21,7 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
   return {
     kind: 'pglite',
     query: async (text, params) => wrap(await db.query(text, params as unknown[] | undefined)),
+    queryArrays: async (text, params) => (await db.query(text, params as unknown[] | undefined, { rowMode: 'array' })).rows as never[],
     exec: async (text) => {
       await db.exec(text);
     },
@@ -29,6 +30,7 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
       const result = await db.transaction(async (tx) => {
         const sql: Tx = {
           query: async (text, params) => wrap(await tx.query(text, params as unknown[] | undefined)),
+          queryArrays: async (text, params) => (await tx.query(text, params as unknown[] | undefined, { rowMode: 'array' })).rows as never[],
           exec: async (text) => {
             await tx.exec(text);
           },
@@ -42,6 +44,7 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
     // one connection: the session is the database itself
     session: (fn) => fn({
       query: async (text, params) => wrap(await db.query(text, params as unknown[] | undefined)),
+      queryArrays: async (text, params) => (await db.query(text, params as unknown[] | undefined, { rowMode: 'array' })).rows as never[],
       exec: async (text) => {
         await db.exec(text);
       },

@@ -55,10 +55,15 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
     const res = await client.query({ name: params && params.length > 0 ? nameOf(text) : undefined, text, values: params as unknown[] | undefined });
     return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
   };
+  const arrays = async <T>(client: pg.Pool | pg.PoolClient, text: string, params?: readonly unknown[]): Promise<T[]> => {
+    const res = await client.query({ name: params && params.length > 0 ? nameOf(text) : undefined, text, values: params as unknown[] | undefined, rowMode: 'array' });
+    return res.rows as T[];
+  };
   const listeners = new Set<() => Promise<void>>();
   return {
     kind: 'postgres',
     query: (text, params) => run(pool, text, params),
+    queryArrays: (text, params) => arrays(pool, text, params),
     exec: async (text) => {
       await pool.query(text);
     },
@@ -67,6 +72,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
       const committed: (() => void)[] = [];
       const tx: Tx = {
         query: (text, params) => run(client, text, params),
+        queryArrays: (text, params) => arrays(client, text, params),
         exec: async (text) => {
           await client.query(text);
         },
@@ -92,6 +98,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
       try {
         return await fn({
           query: (text, params) => run(client, text, params),
+          queryArrays: (text, params) => arrays(client, text, params),
           exec: async (text) => {
             await client.query(text);
           },

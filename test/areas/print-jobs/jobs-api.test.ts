@@ -185,6 +185,16 @@ describe('job routes', () => {
     const list = await alice.get('/v3/jobs/?$top=1000');
     expect(list.body.length).toBeGreaterThan(JOB_STATES.length);
     for (const item of list.body) expect(item).toEqual((await alice.get(`/v3/jobs/${item.id}`)).body);
+    // the listing is written as text (present.ts jobListWriter): byte for byte what GET's objects serialise to
+    const singles = await Promise.all(list.body.map(async (item: { id: number }) => (await alice.get(`/v3/jobs/${item.id}`)).raw.toString('utf8')));
+    expect(list.raw.toString('utf8')).toBe(`[${singles.join(',')}]`);
+    expect(list.contentType).toBe('application/json; charset=utf-8');
+    await sql(`UPDATE print_jobs SET name = $2, checkin = '{"type":"api","source":"Tab\\there \\"q\\" é ✓"}', message = $3 WHERE id = $1`, [a.id, 'naïve "quoted" \\ name\n✓', 'line1\r\nline2\u0001']);
+    const odd = await alice.get(`/v3/jobs/?$filter=${encodeURIComponent(`id eq ${a.id}`)}`);
+    expect(odd.raw.toString('utf8')).toBe(`[${(await alice.get(`/v3/jobs/${a.id}`)).raw.toString('utf8')}]`);
+    expect(odd.body[0]).toMatchObject({ name: 'naïve "quoted" \\ name\n✓', message: 'line1\r\nline2\u0001', checkin: { type: 'api', source: 'Tab\there "q" é ✓' } });
+    const counted = await alice.get(`/v3/jobs/?$inlinecount=allpages&$top=2&$select=id,status,id&$filter=${encodeURIComponent(`id eq ${a.id}`)}`);
+    expect(counted.raw.toString('utf8')).toBe(`{"results":[{"id":${a.id},"status":"waitprocessing"}],"totalCount":1}`);
     const picked = await alice.get(`/v3/jobs/?$select=retention,stages,id&$filter=${encodeURIComponent(`id eq ${a.id}`)}`);
     expect(picked.body).toEqual([{ id: a.id, retention: { seconds: 60, custom: true, deleteAfter: null }, stages: [{ stage: 'preprocessed', size: 7, mimeType: 'application/pdf', created: '2024-01-01T00:00:00.000Z' }] }]);
   });

@@ -8,6 +8,10 @@ import { createOutbox } from '../../../src/outbox/outbox.js';
 import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
+import { getJob, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { jobListWriter, presentJob, selectFields } from '../../../src/areas/print-jobs/present.js';
+import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
+import { parseODataQuery } from '../../../src/query/odata.js';
 
 describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   let t: TestDatabase;
@@ -35,6 +39,39 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const { rows } = await t.db.query<{ name: string; data: { printer: string } }>(`SELECT name, data FROM outbox`);
     expect(rows).toEqual([{ name: 'print.dispatch', data: { printer: 'p 1' } }]);
     expect((await jobLog(t.db, Number(job.id))).map((l) => l.text)[0]).toMatch(/submitted by alice/);
+  });
+
+  it('lists jobs as JSON text byte for byte equal to the presented rows (queryArrays on this driver)', async () => {
+    const job = await submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'bob', name: 'Ünïcode "q" \\ \n' });
+    await t.db.query(`UPDATE print_jobs SET status = 'processed', finished = now() - interval '1.5 seconds', retention_sec = 90, pages = 2,
+      task = '{"sid":"s","tid":"t","item":"i"}', checkin = '{"type":"api","source":"ua/1.0 \\"x\\""}' WHERE id = $1`, [job.id]);
+    const defaults = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
+    const write = jobListWriter();
+    const q = parseODataQuery(`$filter=${encodeURIComponent("user eq 'bob'")}&$orderby=id desc`, JOB_FIELDS);
+    const { rows, layout } = await listJobs(t.db, q, undefined, defaults);
+    expect(rows.length).toBe(1);
+    const row = (await getJob(t.db, Number(job.id)))!;
+    expect(write(rows, layout)).toBe(JSON.stringify([presentJob(row, defaults)]));
+    const picked = await listJobs(t.db, { ...q, select: ['retention', 'id', 'name', 'retention'] }, undefined, defaults);
+    expect(write(picked.rows, picked.layout, 7)).toBe(JSON.stringify({ results: [selectFields(presentJob(row, defaults), ['retention', 'id', 'name', 'retention'])], totalCount: 7 }));
+    expect(JSON.parse(write(picked.rows, picked.layout, 7))).toEqual({ results: [{ retention: { seconds: 90, custom: true, deleteAfter: expect.any(String) }, id: Number(job.id), name: 'Ünïcode "q" \\ \n' }], totalCount: 7 });
+    await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
+  });
+
+  it('orders a listing by the table columns, ties by id as a number', async () => {
+    const { rows: ids } = await t.db.query<{ id: number }>(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, created, checkin)
+      SELECT 'processed', 'p2', 'tie', 'j' || i, 'text/plain', 1, repeat('0', 64), '2024-01-01Z', jsonb_build_object('type', 'api', 'n', 12 - i)
+      FROM generate_series(1, 12) AS i RETURNING id`);
+    const write = jobListWriter();
+    const list = async (options: string) => {
+      const { rows, layout } = await listJobs(t.db, parseODataQuery(`$filter=${encodeURIComponent("user eq 'tie'")}&${options}`, JOB_FIELDS), undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
+      return (JSON.parse(write(rows, layout)) as { id: number }[]).map((j) => j.id);
+    };
+    const desc = ids.map((r) => Number(r.id)).sort((a, b) => b - a);
+    expect(await list('$orderby=created desc')).toEqual(desc);
+    expect(await list('$orderby=created desc&$select=name,id')).toEqual(desc);
+    expect(await list('$orderby=created asc,id asc&$select=id')).toEqual(desc.slice().reverse());
+    await t.db.query(`DELETE FROM print_jobs WHERE creator = 'tie'`);
   });
 
   it('starts in waitpreprocessing with a flow and follows redirects', async () => {
