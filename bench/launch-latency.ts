@@ -278,8 +278,8 @@ try {
   for (let r = 0; r < runs; r++) {
     for (const v of variants) {
       const server = mode === 'compiled'
-        ? await spawnServer('bench/server.ts', ['--log-level', 'warn'], [], { compiledDir: builds.get(v.name) })
-        : await spawnServer(path.relative(ROOT, path.join(v.root, 'bench/server.ts')), ['--log-level', 'warn']);
+        ? await spawnServer('bench/server.ts', ['--log-level', 'warn'], [], { compiledDir: builds.get(v.name), cwd: v.root })
+        : await spawnServer(path.relative(ROOT, path.join(v.root, 'bench/server.ts')), ['--log-level', 'warn'], [], { cwd: v.root });
       try {
         const f = await measure(server);
         results.get(v.name)!.push(f);
@@ -299,8 +299,8 @@ try {
       cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
       const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
       const server = mode === 'compiled'
-        ? await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir: builds.get(v.name) })
-        : await spawnServer(path.relative(ROOT, path.join(v.root, 'bench/server.ts')), ['--log-level', 'warn'], nodeArgs);
+        ? await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir: builds.get(v.name), cwd: v.root })
+        : await spawnServer(path.relative(ROOT, path.join(v.root, 'bench/server.ts')), ['--log-level', 'warn'], nodeArgs, { cwd: v.root });
       try {
         await measure(server);
       } finally {

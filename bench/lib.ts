@@ -37,14 +37,15 @@ export interface ChildServer {
  * `pid` and sometimes `url`, hence the `bench` marker). Later stdout (logs) is counted and
  * discarded; stderr is passed through.
  */
-export function spawnServer(script: string, args: string[] = [], nodeArgs: string[] = [], opts: { compiledDir?: string; timeoutMs?: number } = {}): Promise<ChildServer> {
+export function spawnServer(script: string, args: string[] = [], nodeArgs: string[] = [], opts: { compiledDir?: string; timeoutMs?: number; cwd?: string } = {}): Promise<ChildServer> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   // compiled: the same file, built to JavaScript by compileServers(), run by plain node (as in production)
   const entry = opts.compiledDir
     ? [path.join(opts.compiledDir, script.replace(/\.ts$/, '.js'))]
     : ['--import', 'tsx', path.join(ROOT, script)];
+  // cwd: where the server finds config/ (an older checkout's server must read its own configuration)
   const child = spawn(process.execPath, [...nodeArgs, ...entry, ...args], {
-    cwd: ROOT,
+    cwd: opts.cwd ?? ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   let logBytes = 0;
