@@ -1,5 +1,6 @@
+import { canJobMove } from '../../areas/print-jobs/job-states.js';
 import { transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
-import { printLog } from '../../areas/print-jobs/print-log.js';
+import { LOG_TEXT_MAX, logText, printLog } from '../../areas/print-jobs/print-log.js';
 import { resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Sql } from '../../storage/driver/database.js';
@@ -32,7 +33,10 @@ export type NextStep =
   | { kind: 'idle'; why: string }
   | { kind: 'wait'; delayMs: number; job: PrintJobRow }
   | { kind: 'preprocess'; job: PrintJobRow; printer: PrinterRow }
-  | { kind: 'deliver'; job: PrintJobRow; printer: PrinterRow };
+  | { kind: 'deliver'; job: PrintJobRow; printer: DeliveryPrinter };
+
+/** What a delivery needs of its printer: where it is, and whether it last reported an error. */
+export type DeliveryPrinter = Pick<PrinterRow, 'name' | 'connection' | 'error'>;
 
 /**
  * Jobs of the printer left in flight by a run that died: `processing` with
@@ -69,10 +73,13 @@ export async function recoverInFlight(tx: Sql, printer: string): Promise<number>
  * redirected one hands its waiting jobs on; a postponed head job not yet due
  * makes the printer wait.
  */
-export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<NextStep> {
-  // the dispatch lock and the printer in one statement (its flags may be a moment old; the jobs are read after the lock)
-  const { rows: found } = await tx.query<PrinterRow>(
-    `SELECT p.* FROM printers p, LATERAL (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) l WHERE p.name = $1`, [name]);
+export async function claimNext(tx: Sql, outbox: Outbox, name: string, opts: { locked?: boolean } = {}): Promise<NextStep> {
+  if (!opts.locked) await lockPrinterDispatch(tx, name);
+  // the common case in one statement (the lock is held, so this statement's snapshot sees every earlier run's commit)
+  const claimed = await claimHead(tx, name);
+  if (claimed) return claimed;
+  // the rest (held, redirected, empty, not yet due, flow to run): read and decided step by step
+  const { rows: found } = await tx.query<PrinterRow>('SELECT * FROM printers WHERE name = $1', [name]);
   const printer = found[0];
   if (!printer) return { kind: 'idle', why: 'no such printer' };
   if (printer.redirect) {
@@ -81,9 +88,6 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<
   }
   if (!printer.enabled) return { kind: 'idle', why: 'disabled' };
   if (printer.paused) return { kind: 'idle', why: 'paused' };
-  // the head of each waiting state straight from the (printer, status, priority DESC, seq) index, then
-  // the best of the three: no sort of the whole queue, however long it is
-  const head1 = (status: string) => `(SELECT id, priority, seq FROM print_jobs WHERE printer = $1 AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
   const { rows } = await tx.query<PrintJobRow & { due_in_ms: number }>(
     `SELECT *, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000))::int AS due_in_ms
        FROM print_jobs WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
@@ -101,6 +105,72 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<
     dispatch: { handoff: 'set', attempt: true },
   });
   return { kind: 'deliver', job, printer };
+}
+
+/** Waiting states a job is handed to the device from (JOB_TRANSITIONS: those that may become `processing`). */
+const DELIVERABLE = `(${WAITING_STATES.filter((st) => canJobMove(st, 'processing')).map((st) => `'${st}'`).join(', ')})`;
+if (!canJobMove('processing', 'processed')) throw new Error('JOB_TRANSITIONS no longer lets a delivered job become processed');
+
+/**
+ * The hand-off of the printer's next job as one statement, for the case that
+ * needs no decision in code: the printer is enabled, not paused, not
+ * redirected, and its head job is due and needs no flow. Under the dispatch
+ * lock, taken by an earlier statement of the transaction. Picks the head like
+ * claimNext, marks the hand-off (state `processing`, `handoff_at`, one more
+ * attempt) and writes its log line; undefined when any condition fails, and
+ * then nothing was changed.
+ */
+async function claimHead(tx: Sql, name: string): Promise<NextStep | undefined> {
+  const { rows } = await tx.query<PrintJobRow & { printer_connection: string; printer_error: PrinterRow['error'] }>(
+    `WITH p AS (SELECT name, connection, error FROM printers WHERE name = $1 AND redirect IS NULL AND enabled AND NOT paused),
+     h AS (SELECT id, status, attempts FROM print_jobs
+       WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
+         AND status IN ${WAITING} FOR UPDATE),
+     c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), attempts = j.attempts + 1
+       FROM h, p
+       WHERE j.id = h.id AND h.status IN ${DELIVERABLE}
+         AND NOT (h.status = 'postponed' AND j.next_attempt_at > now())
+         AND (j.flow IS NULL OR j.stages @> '[{"stage": "preprocessed"}]'::jsonb)
+       RETURNING j.*),
+     l AS (INSERT INTO print_logs (job_id, printer, level, text)
+       SELECT c.id, c.printer, 'info', left(h.status || ' -> processing: handed to ' || p.connection
+         || CASE WHEN h.attempts > 0 THEN ' (attempt ' || (h.attempts + 1) || ')' ELSE '' END, ${LOG_TEXT_MAX}) FROM c, h, p)
+     SELECT c.*, p.connection AS printer_connection, p.error AS printer_error FROM c, p`, [name]);
+  const row = rows[0];
+  if (!row) return undefined;
+  const { printer_connection: connection, printer_error: error, ...job } = row;
+  return { kind: 'deliver', job, printer: { name, connection, error } };
+}
+/**
+ * The head of one waiting state straight from the (printer, status, priority
+ * DESC, seq) index; the best of the three is the printer's head: no sort of
+ * the whole queue, however long it is.
+ */
+const head1 = (status: string) => `(SELECT id, priority, seq FROM print_jobs WHERE printer = $1 AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
+
+/**
+ * A delivered job's outcome as one statement: takes the printer's dispatch
+ * lock, moves the job this run handed off to `processed` (guarded: still
+ * `processing` with the same queue position and attempt, i.e. the same
+ * hand-off; an operator or a recovery may have changed it meanwhile), clears
+ * the hand-off mark, drops its stage files unless kept, writes the log line
+ * and, with `touchPrinter`, the printer's `last_printed`. False when the guard
+ * failed (nothing changed but the lock).
+ */
+export async function recordDelivered(tx: Sql, job: PrintJobRow, message: string, touchPrinter: boolean): Promise<boolean> {
+  const { rows } = await tx.query<{ n: number }>(
+    `WITH lk AS (SELECT true AS locked FROM (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) x),
+     u AS (UPDATE print_jobs SET status = 'processed', updated = now(), finished = now(), message = $5, handoff_at = NULL,
+         stages = CASE WHEN keep_tempfiles THEN stages ELSE '[]'::jsonb END
+       WHERE id = $2 AND status = 'processing' AND seq = $3 AND attempts = $4 AND handoff_at IS NOT NULL AND (SELECT locked FROM lk)
+       RETURNING id, printer),
+     l AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $6 FROM u),
+     d AS (UPDATE printers SET last_printed = now(), error = NULL
+       WHERE name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)
+         AND (last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL))
+     SELECT (SELECT count(*) FROM u)::int AS n FROM lk`,
+    [job.printer, job.id, job.seq, job.attempts, message, logText(`delivered: ${message}`), touchPrinter]);
+  return rows[0]!.n > 0;
 }
 
 /** Moves a redirected printer's waiting jobs to the end of its redirect chain, in their order, and wakes that printer. */
