@@ -8,7 +8,13 @@
  * - end to end: from the first submission to the last job received, with 20
  *   clients submitting at once;
  * - drain: the jobs are already queued (printers paused / workers not yet
- *   running), then released: dispatch alone.
+ *   running), then released: dispatch alone. The engine's backlog is
+ *   submitted with the printers paused, which is timed as well: submission
+ *   alone.
+ *
+ * Besides jobs/s, CPU per job of this process (/proc/self/stat) and of the
+ * engine's PostgreSQL backends (application_name = the bench's schema), which
+ * move less with the machine's load than the rates do.
  *
  * The printers are TCP sinks in a child process (bench/sink-server.ts).
  *
@@ -194,7 +200,8 @@ async function engine() {
       await waitReceived(sinks, JOBS);
     }, pgApp);
     await s.db.query('UPDATE printers SET paused = true');
-    await withClients(JOBS, CLIENTS, (n) => submit(JOBS + n));
+    // submission alone: the printers are paused, so nothing is dispatched meanwhile
+    const submitOnly = await timed(() => withClients(JOBS, CLIENTS, (n) => submit(JOBS + n)), pgApp);
     const drain = await timed(async () => {
       await s.db.query('UPDATE printers SET paused = false');
       await s.db.transaction(async (tx) => {
@@ -204,7 +211,7 @@ async function engine() {
     }, pgApp);
     const { rows } = await s.db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM print_jobs GROUP BY status');
     const overlaps = (await sinks.count()).maxConcurrent;
-    return { e2e: { ...e2e, submittedPerSecond: JOBS / submitted }, drain, statuses: Object.fromEntries(rows.map((r) => [r.status, r.n])), maxPerPrinter: overlaps };
+    return { e2e: { ...e2e, submittedPerSecond: JOBS / submitted }, submitOnly, drain, statuses: Object.fromEntries(rows.map((r) => [r.status, r.n])), maxPerPrinter: overlaps };
   } finally {
     await monitor.end();
     await rt.stop();
@@ -272,7 +279,8 @@ printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'machine bu
     fmt(e.drain.nodeCpuMsPerJob, 2), fmt(e.drain.pgCpuMsPerJob, 2), fmt(b.drain.nodeCpuMsPerJob, 2)],
 ]);
 console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
-console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, transaction, outbox)`);
+console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, statement, outbox)`);
+console.log(`engine submissions with the printers paused: ${fmt(e.submitOnly.perSecond, 0)} jobs/s, Node CPU ${fmt(e.submitOnly.nodeCpuMsPerJob, 2)} ms/job, PG CPU ${fmt(e.submitOnly.pgCpuMsPerJob, 2)} ms/job`);
 console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${b.maxPerPrinter})`);
 console.log(JSON.stringify({ bench: 'print-dispatch', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
 process.exit(0);
