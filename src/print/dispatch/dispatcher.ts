@@ -13,7 +13,7 @@ import { RunAgainError, type JobContext } from '../../queue/jobs.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import { runFlow } from '../flows/run-flow.js';
 import { pageInfo } from '../page-info.js';
-import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDelivered, recordDevice, recoverInFlight, relaxCommit, setStages, type DeliveryPrinter, type NextStep } from './dispatch-store.js';
+import { claimNext, deliveredAndNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type DeliveryPrinter, type NextStep } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -185,27 +185,35 @@ export class Dispatcher {
       else if (err instanceof AppError) failure = new PrintDeliveryError('refused', err.message, { cause: err });
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
     }
+    if (ack) {
+      // the common case in one statement: the outcome and the next hand-off
+      const touch = this.touchesPrinter(printer);
+      const { delivered, next } = await deliveredAndNext(db, job, ack.message, touch);
+      if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
+      if (!delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
+      if (next) return { next };
+      return { next: await this.claimStepByStep(job.printer) };
+    }
     return db.transaction(async (tx) => {
-      if (ack) {
-        // the common case in two statements: the outcome (which takes the dispatch lock), then the next hand-off
-        const touch = this.touchesPrinter(printer);
-        if (await recordDelivered(tx, job, ack.message, touch)) {
-          if (touch) this.lastPrintedWritten.set(job.printer, Date.now());
-        } else {
-          await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
-        }
-      } else {
-        const outcome = await this.recordOutcome(tx, job, printer, failure);
-        if (outcome !== undefined) {
-          await relaxCommit(tx);
-          return { retryInMs: outcome };
-        }
+      const outcome = await this.recordOutcome(tx, job, printer, failure);
+      if (outcome !== undefined) {
+        await relaxCommit(tx);
+        return { retryInMs: outcome };
       }
-      const next = await claimNext(tx, this.deps.outbox, job.printer, { locked: ack !== undefined });
-      // a hand-off is committed durably before its first byte goes out; an outcome alone need not wait for the disk
-      if (next.kind !== 'deliver') await relaxCommit(tx);
-      return { next };
+      return { next: await this.claimIn(tx, job.printer) };
     });
+  }
+
+  /** The next step when the fused statement handed nothing off (held, redirected, empty, not yet due, a flow to run). */
+  private claimStepByStep(printer: string): Promise<NextStep> {
+    return this.deps.db.transaction((tx) => this.claimIn(tx, printer));
+  }
+
+  private async claimIn(tx: Sql, printer: string): Promise<NextStep> {
+    const next = await claimNext(tx, this.deps.outbox, printer);
+    // a hand-off is committed durably before its first byte goes out; anything else need not wait for the disk
+    if (next.kind !== 'deliver') await relaxCommit(tx);
+    return next;
   }
 
   /** Whether this outcome also writes the printer's `last_printed` (at most once a second per printer, or to clear an error). */
