@@ -192,7 +192,7 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
     // released without a wake-up: only the two runs below serve the printer
     await setPrinter(rt, 'twice', { paused: false });
     const run = dispatchHandlers(rt.services)['print.dispatch']!;
-    const ctx = { attempt: 1, finalAttempt: false, signal: new AbortController().signal };
+    const ctx = { attempt: 1, finalAttempt: false, signal: new AbortController().signal, progress: async () => {} };
     await Promise.all([run({ printer: 'twice' }, ctx), run({ printer: 'twice' }, ctx)]);
     const done = await jobs(rt, ids);
     const bodies = s.received().map(String);
