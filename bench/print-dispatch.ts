@@ -8,7 +8,13 @@
  * - end to end: from the first submission to the last job received, with 20
  *   clients submitting at once;
  * - drain: the jobs are already queued (printers paused / workers not yet
- *   running), then released: dispatch alone.
+ *   running), then released: dispatch alone. The engine's backlog is
+ *   submitted with the printers paused, which is timed as well: submission
+ *   alone.
+ *
+ * Besides jobs/s, CPU per job of this process (/proc/self/stat) and of the
+ * engine's PostgreSQL backends (application_name = the bench's schema), which
+ * move less with the machine's load than the rates do.
  *
  * The printers are TCP sinks in a child process (bench/sink-server.ts).
  *
@@ -33,7 +39,7 @@ import { loadConfig } from '../src/config/load.js';
 import { createLogger } from '../src/logging/logger.js';
 import { printDispatchParts } from '../src/print/dispatch/index.js';
 import { startRuntime } from '../src/runtime/runtime.js';
-import { ROOT, busyCores, fmt, machineCpu, printTable } from './lib.js';
+import { ROOT, busyCores, fmt, machineCpu, printTable, procCpuSeconds } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -94,12 +100,67 @@ async function withClients(n: number, c: number, fn: (i: number) => Promise<unkn
     while (next < n) await fn(next++);
   }));
 }
-const timed = async (fn: () => Promise<void>) => {
+/**
+ * CPU of the PostgreSQL backends of the system under test (found by the
+ * application_name the engine's pool sets), sampled every 200 ms so a backend
+ * the pool closes during a phase still counts up to its last sample.
+ */
+function pgCpuMeter(db: pg.Client | undefined, appName: string) {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  let stopped = false;
+  const sample = async () => {
+    if (!db) return;
+    const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    for (const { pid } of rows) {
+      const cpu = procCpuSeconds(pid);
+      if (cpu === undefined) continue;
+      // a backend already there at the start counts from then; one opened later from its start
+      if (!first.has(pid)) first.set(pid, started ? 0 : cpu);
+      last.set(pid, cpu);
+    }
+  };
+  let started = false;
+  const loop = (async () => {
+    await sample();
+    started = true;
+    while (!stopped) {
+      await new Promise((r) => setTimeout(r, 200));
+      await sample();
+    }
+  })();
+  return {
+    ready: async () => {
+      while (!started) await new Promise((r) => setTimeout(r, 5));
+    },
+    /** Seconds of backend CPU since the meter started. */
+    async stop(): Promise<number> {
+      stopped = true;
+      await loop;
+      await sample();
+      let sum = 0;
+      for (const [pid, v] of last) sum += v - (first.get(pid) ?? 0);
+      return sum;
+    },
+  };
+}
+
+/** Wall time, rate, machine-wide busy cores, and CPU per job of this process and of the engine's PostgreSQL backends. */
+const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: string }) => {
+  const meter = pgCpuMeter(pgApp?.db, pgApp?.name ?? '');
+  await meter.ready();
   const cpu = machineCpu();
+  const own0 = procCpuSeconds(process.pid) ?? NaN;
   const t0 = performance.now();
   await fn();
   const s = (performance.now() - t0) / 1000;
-  return { seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()) };
+  const own1 = procCpuSeconds(process.pid) ?? NaN;
+  const pgSeconds = await meter.stop();
+  return {
+    seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()),
+    nodeCpuMsPerJob: ((own1 - own0) * 1000) / JOBS,
+    pgCpuMsPerJob: pgApp ? (pgSeconds * 1000) / JOBS : 0,
+  };
 };
 
 async function engine() {
@@ -110,7 +171,8 @@ async function engine() {
     configDir: path.resolve('config'),
     overrides: {
       dataDir, role: 'worker', logLevel: 'warn',
-      database: { url: DB_URL, schema: tag, poolSize: 40 },
+      // application_name: the meter finds the engine's backends by it
+      database: { url: `${DB_URL}?application_name=${tag}`, schema: tag, poolSize: 40 },
       redis: { url: REDIS_URL, prefix: tag },
       queues: { concurrency: { default: 4, print: 32 }, reconcileIntervalMs: 60_000 },
     },
@@ -126,6 +188,9 @@ async function engine() {
     printer: names[n % PRINTERS]!, source: Readable.from([payload(n)]), mimeType: 'application/octet-stream',
     name: `job ${n}`, priority: [10, 50, 90][n % 3], creator: 'bench',
   });
+  const monitor = new pg.Client({ connectionString: DB_URL });
+  await monitor.connect();
+  const pgApp = { db: monitor, name: tag };
   try {
     let submitted = 0;
     const t0 = performance.now();
@@ -133,20 +198,22 @@ async function engine() {
       await withClients(JOBS, CLIENTS, submit);
       submitted = (performance.now() - t0) / 1000;
       await waitReceived(sinks, JOBS);
-    });
+    }, pgApp);
     await s.db.query('UPDATE printers SET paused = true');
-    await withClients(JOBS, CLIENTS, (n) => submit(JOBS + n));
+    // submission alone: the printers are paused, so nothing is dispatched meanwhile
+    const submitOnly = await timed(() => withClients(JOBS, CLIENTS, (n) => submit(JOBS + n)), pgApp);
     const drain = await timed(async () => {
       await s.db.query('UPDATE printers SET paused = false');
       await s.db.transaction(async (tx) => {
         for (const p of names) await s.outbox.add(tx, 'print.dispatch', { printer: p });
       });
       await waitReceived(sinks, 2 * JOBS);
-    });
+    }, pgApp);
     const { rows } = await s.db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM print_jobs GROUP BY status');
     const overlaps = (await sinks.count()).maxConcurrent;
-    return { e2e: { ...e2e, submittedPerSecond: JOBS / submitted }, drain, statuses: Object.fromEntries(rows.map((r) => [r.status, r.n])), maxPerPrinter: overlaps };
+    return { e2e: { ...e2e, submittedPerSecond: JOBS / submitted }, submitOnly, drain, statuses: Object.fromEntries(rows.map((r) => [r.status, r.n])), maxPerPrinter: overlaps };
   } finally {
+    await monitor.end();
     await rt.stop();
     sinks.close();
     const c = new pg.Client({ connectionString: DB_URL });
@@ -202,13 +269,18 @@ async function bare() {
   }
 }
 
+const LOAD_BEFORE = os.loadavg();
 const e = await engine();
 const b = await bare();
-printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'engine cores', 'bare cores'], [
-  ['end to end', fmt(e.e2e.perSecond, 0), fmt(b.e2e.perSecond, 0), fmt(e.e2e.perSecond / b.e2e.perSecond, 2), fmt(e.e2e.cores), fmt(b.e2e.cores)],
-  ['drain', fmt(e.drain.perSecond, 0), fmt(b.drain.perSecond, 0), fmt(e.drain.perSecond / b.drain.perSecond, 2), fmt(e.drain.cores), fmt(b.drain.cores)],
+printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'machine busy cores (engine / bare)', 'engine Node CPU ms/job', 'engine PG CPU ms/job', 'bare Node CPU ms/job'], [
+  ['end to end', fmt(e.e2e.perSecond, 0), fmt(b.e2e.perSecond, 0), fmt(e.e2e.perSecond / b.e2e.perSecond, 2), `${fmt(e.e2e.cores)} / ${fmt(b.e2e.cores)}`,
+    fmt(e.e2e.nodeCpuMsPerJob, 2), fmt(e.e2e.pgCpuMsPerJob, 2), fmt(b.e2e.nodeCpuMsPerJob, 2)],
+  ['drain', fmt(e.drain.perSecond, 0), fmt(b.drain.perSecond, 0), fmt(e.drain.perSecond / b.drain.perSecond, 2), `${fmt(e.drain.cores)} / ${fmt(b.drain.cores)}`,
+    fmt(e.drain.nodeCpuMsPerJob, 2), fmt(e.drain.pgCpuMsPerJob, 2), fmt(b.drain.nodeCpuMsPerJob, 2)],
 ]);
-console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, transaction, outbox)`);
+console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
+console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, statement, outbox)`);
+console.log(`engine submissions with the printers paused: ${fmt(e.submitOnly.perSecond, 0)} jobs/s, Node CPU ${fmt(e.submitOnly.nodeCpuMsPerJob, 2)} ms/job, PG CPU ${fmt(e.submitOnly.pgCpuMsPerJob, 2)} ms/job`);
 console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${b.maxPerPrinter})`);
-console.log(JSON.stringify({ bench: 'print-dispatch', jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
+console.log(JSON.stringify({ bench: 'print-dispatch', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
 process.exit(0);

@@ -55,9 +55,13 @@ export class BlobStore {
       await pipeline(source, meter.stream, createWriteStream(tmp, { flags: 'wx', highWaterMark: 1024 * 1024 }));
       const { sha256, size } = meter.result();
       const final = this.pathOf(sha256);
-      await mkdir(path.dirname(final), { recursive: true });
-      // rename is atomic; an existing blob with this hash already holds the same bytes
-      await rename(tmp, final);
+      // rename is atomic; an existing blob with this hash already holds the same bytes.
+      // The fan-out directory usually exists: created only when the rename says it is missing (one system call less per blob)
+      await rename(tmp, final).catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+        await mkdir(path.dirname(final), { recursive: true });
+        await rename(tmp, final);
+      });
       return { sha256, size };
     } catch (err) {
       await rm(tmp, { force: true });

@@ -1,4 +1,5 @@
 import type { Sql } from '../storage/driver/database.js';
+import type { FusedStatement } from './outbox.js';
 
 /** One job waiting to be moved into its queue. */
 export interface OutboxRow {
@@ -46,11 +47,11 @@ export async function insertOutboxMany(sql: Sql, jobs: readonly { name: string; 
  * already).
  */
 export async function withOutbox<R extends object>(
-  sql: Sql, statement: { text: string; params: unknown[] }, name: string, jobId: string, data: unknown, leaseSec: number | null,
+  sql: Sql, statement: FusedStatement, name: string, jobId: string, data: unknown, leaseSec: number | null,
 ): Promise<{ rows: R[]; id: number | undefined }> {
   const n = statement.params.length;
   const { rows } = await sql.query<R & { outbox_id: number | null }>(
-    `WITH main AS (${statement.text}),
+    `WITH ${statement.with ? `RECURSIVE ${statement.with},` : ''} main AS (${statement.text}),${statement.also ? ` ${statement.also},` : ''}
      job AS (
        INSERT INTO outbox (name, job_id, data, claimed_until)
        VALUES ($${n + 1}, $${n + 2}, $${n + 3}, CASE WHEN $${n + 4}::int IS NULL THEN NULL ELSE now() + make_interval(secs => $${n + 4}::int) END)

@@ -24,7 +24,22 @@ export interface Outbox {
    * four (BEGIN, statement, outbox row, COMMIT). For hot paths such as
    * command launches; returns the statement's rows.
    */
-  addWith<N extends JobName, R extends object>(sql: Sql, statement: { text: string; params: unknown[] }, name: N, data: JobData<N>): Promise<R[]>;
+  addWith<N extends JobName, R extends object>(sql: Sql, statement: FusedStatement, name: N, data: JobData<N>): Promise<R[]>;
+}
+
+/**
+ * The statement `Outbox.addWith` fuses with its job: an INSERT or UPDATE with
+ * RETURNING, optionally with common table expressions around it (PostgreSQL
+ * allows data-modifying CTEs only at the top level, so they are given here,
+ * not inside `text`).
+ */
+export interface FusedStatement {
+  text: string;
+  params: unknown[];
+  /** CTEs the statement reads (`a AS (...), b AS (...)`; may be recursive). */
+  with?: string;
+  /** Further data-modifying CTEs in the same statement, reading the statement's rows as `main` (a log line for the row). */
+  also?: string;
 }
 
 /** This process's relay, as the outbox sees it (src/outbox/relay.ts). */

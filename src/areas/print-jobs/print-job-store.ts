@@ -3,6 +3,8 @@ import type { ODataQuery } from '../../query/odata.js';
 import { toSql } from '../../query/to-sql.js';
 import { JOB_FIELDS } from './job-fields.js';
 import type { Sql } from '../../storage/driver/database.js';
+import type { FusedStatement } from '../../outbox/outbox.js';
+import { CHAIN_END, redirectChain } from '../printers/printer-store.js';
 import { canJobMove, FINAL_JOB_STATES, isFinalJobState, type JobState } from './job-states.js';
 import { logText, printLog, type PrintLogLevel } from './print-log.js';
 
@@ -75,6 +77,50 @@ export async function insertJob(sql: Sql, j: NewJob): Promise<PrintJobRow> {
       j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec],
   );
   return rows[0]!;
+}
+
+/** What a submission needs to know before it reads the document: the printer's flow, where its redirect chain ends, whether the flow exists. */
+export interface SubmitTarget {
+  /** The end of the printer's redirect chain. */
+  target: string;
+  /** The flow the job runs (`flow` given, else the printer's). */
+  flow: string | null;
+  flowExists: boolean;
+}
+
+/** The printer named `printer` as a submission sees it, in one statement; undefined when there is none. `flow` undefined: the printer's. */
+export async function submitTarget(sql: Sql, printer: string, flow: string | null | undefined): Promise<SubmitTarget | undefined> {
+  const { rows } = await sql.query<{ target: string; flow: string | null; flow_exists: boolean }>(
+    `WITH RECURSIVE ${redirectChain('(SELECT name, redirect FROM printers WHERE name = $1)')}
+     SELECT chain_end.name AS target, f.flow, EXISTS (SELECT 1 FROM print_flows WHERE name = f.flow) AS flow_exists
+       FROM printers p CROSS JOIN ${CHAIN_END}
+       CROSS JOIN LATERAL (SELECT CASE WHEN $2::boolean THEN p.flow ELSE $3::text END AS flow) f
+      WHERE p.name = $1`,
+    [printer, flow === undefined, flow ?? null]);
+  const row = rows[0];
+  return row && { target: row.target, flow: row.flow, flowExists: row.flow_exists };
+}
+
+/**
+ * The INSERT of a submitted job and its log line as one statement, for
+ * `Outbox.addWith`: share-locks the printer it was sent to (a delete or
+ * redirect of it waits for the commit), walks the redirect chain from that
+ * row and inserts the job on the chain's end, only if that is still
+ * `target` (what the caller read before the document streamed in). No row
+ * when the printer is gone or its chain ends elsewhere now.
+ */
+export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJob, 'printer' | 'redirectedFrom'>, log: string): FusedStatement {
+  return {
+    with: `sent_to AS (SELECT name, redirect FROM printers WHERE name = $1 FOR SHARE), ${redirectChain('sent_to')}`,
+    text: `INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
+         copies, priority, checkin, task, flow, retention_sec)
+       SELECT $3, chain_end.name, CASE WHEN chain_end.name = $1 THEN NULL ELSE $1 END, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+         FROM ${CHAIN_END} WHERE chain_end.name = $2
+       RETURNING *`,
+    also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $17 FROM main)`,
+    params: [sentTo, target, j.status, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
+      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, logText(log)],
+  };
 }
 
 /** Ids are bigints; anything else names no job (404, never a SQL error). */

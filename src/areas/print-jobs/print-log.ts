@@ -11,7 +11,8 @@ export interface PrintLogEntry {
 }
 
 /** A log line as stored: at most 4,000 characters (also used by `transitionJob`, which writes its line in its UPDATE's statement). */
-export const logText = (text: string): string => text.slice(0, 4000);
+export const logText = (text: string): string => text.slice(0, LOG_TEXT_MAX);
+export const LOG_TEXT_MAX = 4000;
 
 /**
  * The one way anything writes the print log (besides `transitionJob`, which

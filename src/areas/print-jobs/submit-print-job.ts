@@ -5,7 +5,7 @@ import type { Outbox } from '../../outbox/outbox.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { initialJobState } from './job-states.js';
-import { insertJob, type PrintJobRow } from './print-job-store.js';
+import { insertJob, insertJobStatement, submitTarget, type PrintJobRow } from './print-job-store.js';
 import { printLog } from './print-log.js';
 
 export interface SubmitDeps {
@@ -38,50 +38,54 @@ export interface SubmitInput {
  * The one way a print job enters the system (the `POST /v3/jobs/` extension,
  * `createTestJob`, the print connector). Checks the printer and the flow
  * first (404 before a byte is read), streams the document into the blob
- * store, then in one transaction (the caller's `tx` when given) inserts the job
- * on the end of the printer's redirect chain in `waitpreprocessing` (a flow
- * to run) or `waitprocessing`, logs it, and adds the outbox entry
- * `print.dispatch { printer }` that wakes the engine for that printer.
+ * store, then atomically (one statement, in the caller's `tx` when given)
+ * inserts the job on the end of the printer's redirect chain in
+ * `waitpreprocessing` (a flow to run) or `waitprocessing`, logs it, and adds
+ * the outbox entry `print.dispatch { printer }` that wakes the engine for that
+ * printer. If the printer was deleted or redirected while the document
+ * streamed in, that statement inserts no job (its wake-up of the old target
+ * is harmless) and a transaction decides again.
  * A blob left behind by a failed transaction is collected by housekeeping.
  */
 export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: Sql): Promise<PrintJobRow> {
-  const check = tx ?? deps.db;
-  const printer = await getPrinter(check, input.printer);
-  if (!printer) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
-  const flow = input.flow === undefined ? printer.flow : input.flow;
-  if (flow && !(await flowExists(check, flow))) throw new AppError('FLOW_NOT_FOUND', `no flow named "${flow}"`, { flow });
+  const sql = tx ?? deps.db;
+  // the printer, its redirect chain's end and the flow in one statement
+  const seen = await submitTarget(sql, input.printer, input.flow);
+  if (!seen) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
+  const { flow } = seen;
+  if (flow && !seen.flowExists) throw new AppError('FLOW_NOT_FOUND', `no flow named "${flow}"`, { flow });
   const blob = await deps.blobs.put(input.source, deps.maxBytes);
+  const job = {
+    status: initialJobState(flow),
+    creator: input.creator,
+    owner: input.owner ?? null,
+    name: input.name ?? input.fileName ?? 'document',
+    fileName: input.fileName ?? null,
+    mimeType: input.mimeType,
+    size: blob.size,
+    sha256: blob.sha256,
+    copies: input.copies ?? 1,
+    priority: input.priority ?? 50,
+    checkin: input.checkin ?? { type: 'api' },
+    task: input.task ?? null,
+    flow: flow ?? null,
+    retentionSec: input.retentionSec ?? null,
+  };
+  const logLine = (target: string) => `submitted by ${input.creator ?? 'system'} (${input.checkin?.type ?? 'api'}), ${blob.size} bytes${
+    target === input.printer ? '' : ` (sent to "${input.printer}", redirected)`} -> ${job.status}`;
+  // the job, its log line and its outbox entry in one statement (no transaction of its own), as long as the
+  // printer is still there and its redirect chain still ends where it did before the document streamed in
+  const [row] = await deps.outbox.addWith<'print.dispatch', PrintJobRow>(
+    sql, insertJobStatement(input.printer, seen.target, job, logLine(seen.target)), 'print.dispatch', { printer: seen.target });
+  if (row) return row;
+  // the printer was deleted or redirected meanwhile (rare): decided step by step in a transaction
   const run = async (t: Sql): Promise<PrintJobRow> => {
-    // the printer may have been deleted or redirected while the document streamed in
     if (!(await getPrinter(t, input.printer, 'share'))) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
     const target = await resolveRedirect(t, input.printer);
-    const job = await insertJob(t, {
-      status: initialJobState(flow),
-      printer: target,
-      redirectedFrom: target === input.printer ? null : input.printer,
-      creator: input.creator,
-      owner: input.owner ?? null,
-      name: input.name ?? input.fileName ?? 'document',
-      fileName: input.fileName ?? null,
-      mimeType: input.mimeType,
-      size: blob.size,
-      sha256: blob.sha256,
-      copies: input.copies ?? 1,
-      priority: input.priority ?? 50,
-      checkin: input.checkin ?? { type: 'api' },
-      task: input.task ?? null,
-      flow: flow ?? null,
-      retentionSec: input.retentionSec ?? null,
-    });
-    const via = job.redirected_from ? ` (sent to "${job.redirected_from}", redirected)` : '';
-    await printLog(t, { jobId: job.id, printer: target, text: `submitted by ${input.creator ?? 'system'} (${input.checkin?.type ?? 'api'}), ${blob.size} bytes${via} -> ${job.status}` });
+    const inserted = await insertJob(t, { ...job, printer: target, redirectedFrom: target === input.printer ? null : input.printer });
+    await printLog(t, { jobId: inserted.id, printer: target, text: logLine(target) });
     await deps.outbox.add(t, 'print.dispatch', { printer: target });
-    return job;
+    return inserted;
   };
   return tx ? run(tx) : deps.db.transaction(run);
-}
-
-async function flowExists(sql: Sql, name: string): Promise<boolean> {
-  const { rows } = await sql.query('SELECT 1 FROM print_flows WHERE name = $1', [name]);
-  return rows.length > 0;
 }

@@ -41,15 +41,22 @@ export async function redirectMap(sql: Sql): Promise<Map<string, string | null>>
  */
 export async function resolveRedirect(sql: Sql, name: string): Promise<string> {
   const { rows } = await sql.query<{ name: string }>(
-    `WITH RECURSIVE chain(name, redirect, depth) AS (
-       SELECT name, redirect, 0 FROM printers WHERE name = $1
-       UNION ALL
-       SELECT p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64)
-     SELECT name FROM chain ORDER BY depth DESC LIMIT 1`,
+    `WITH RECURSIVE ${redirectChain('(SELECT name, redirect FROM printers WHERE name = $1)')} SELECT name FROM ${CHAIN_END}`,
     [name],
   );
   return rows[0]?.name ?? name;
 }
+
+/**
+ * The redirect chain from `start` (a row source with `name` and `redirect`)
+ * as the CTE `chain(name, redirect, depth)`, for statements that resolve a
+ * redirect themselves (WITH RECURSIVE); `CHAIN_END` is its last printer.
+ */
+export const redirectChain = (start: string): string => `chain(name, redirect, depth) AS (
+       SELECT name, redirect, 0 FROM ${start} s
+       UNION ALL
+       SELECT p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64)`;
+export const CHAIN_END = '(SELECT name FROM chain ORDER BY depth DESC LIMIT 1) chain_end';
 
 /** A printer with its runtime (job in flight, waiting jobs), as listings and reads show it. */
 export interface PrinterWithRuntime extends PrinterRow {

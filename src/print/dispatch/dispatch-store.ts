@@ -1,5 +1,6 @@
+import { canJobMove } from '../../areas/print-jobs/job-states.js';
 import { transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
-import { printLog } from '../../areas/print-jobs/print-log.js';
+import { LOG_TEXT_MAX, logText, printLog } from '../../areas/print-jobs/print-log.js';
 import { resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Sql } from '../../storage/driver/database.js';
@@ -32,7 +33,10 @@ export type NextStep =
   | { kind: 'idle'; why: string }
   | { kind: 'wait'; delayMs: number; job: PrintJobRow }
   | { kind: 'preprocess'; job: PrintJobRow; printer: PrinterRow }
-  | { kind: 'deliver'; job: PrintJobRow; printer: PrinterRow };
+  | { kind: 'deliver'; job: PrintJobRow; printer: DeliveryPrinter };
+
+/** What a delivery needs of its printer: where it is, and whether it last reported an error. */
+export type DeliveryPrinter = Pick<PrinterRow, 'name' | 'connection' | 'error'>;
 
 /**
  * Jobs of the printer left in flight by a run that died: `processing` with
@@ -69,10 +73,13 @@ export async function recoverInFlight(tx: Sql, printer: string): Promise<number>
  * redirected one hands its waiting jobs on; a postponed head job not yet due
  * makes the printer wait.
  */
-export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<NextStep> {
-  // the dispatch lock and the printer in one statement (its flags may be a moment old; the jobs are read after the lock)
-  const { rows: found } = await tx.query<PrinterRow>(
-    `SELECT p.* FROM printers p, LATERAL (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) l WHERE p.name = $1`, [name]);
+export async function claimNext(tx: Sql, outbox: Outbox, name: string, opts: { locked?: boolean } = {}): Promise<NextStep> {
+  if (!opts.locked) await lockPrinterDispatch(tx, name);
+  // the common case in one statement (the lock is held, so this statement's snapshot sees every earlier run's commit)
+  const claimed = await claimHead(tx, name);
+  if (claimed) return claimed;
+  // the rest (held, redirected, empty, not yet due, flow to run): read and decided step by step
+  const { rows: found } = await tx.query<PrinterRow>('SELECT * FROM printers WHERE name = $1', [name]);
   const printer = found[0];
   if (!printer) return { kind: 'idle', why: 'no such printer' };
   if (printer.redirect) {
@@ -81,9 +88,6 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<
   }
   if (!printer.enabled) return { kind: 'idle', why: 'disabled' };
   if (printer.paused) return { kind: 'idle', why: 'paused' };
-  // the head of each waiting state straight from the (printer, status, priority DESC, seq) index, then
-  // the best of the three: no sort of the whole queue, however long it is
-  const head1 = (status: string) => `(SELECT id, priority, seq FROM print_jobs WHERE printer = $1 AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
   const { rows } = await tx.query<PrintJobRow & { due_in_ms: number }>(
     `SELECT *, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000))::int AS due_in_ms
        FROM print_jobs WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
@@ -101,6 +105,89 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string): Promise<
     dispatch: { handoff: 'set', attempt: true },
   });
   return { kind: 'deliver', job, printer };
+}
+
+/** Waiting states a job is handed to the device from (JOB_TRANSITIONS: those that may become `processing`). */
+const DELIVERABLE = `(${WAITING_STATES.filter((st) => canJobMove(st, 'processing')).map((st) => `'${st}'`).join(', ')})`;
+if (!canJobMove('processing', 'processed')) throw new Error('JOB_TRANSITIONS no longer lets a delivered job become processed');
+
+/**
+ * The hand-off of the printer's next job as common table expressions, for
+ * the case that needs no decision in code: the printer (`$1`) is enabled, not
+ * paused, not redirected, and its head job is due and needs no flow. Picks the
+ * head like claimNext, marks the hand-off (state `processing`, `handoff_at`,
+ * one more attempt) and writes its log line. `after` is a condition evaluated
+ * before any row is read or locked (the dispatch lock taken in the same
+ * statement). Yields `c` (the claimed job, or no row) and `p` (its printer).
+ */
+const claimCtes = (after = 'true') => `p AS (SELECT name, connection, error FROM printers
+       WHERE name = $1 AND redirect IS NULL AND enabled AND NOT paused AND ${after}),
+     h AS (SELECT id, status, attempts FROM print_jobs
+       WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
+         AND status IN ${WAITING} AND ${after} FOR UPDATE),
+     c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), attempts = j.attempts + 1
+       FROM h, p
+       WHERE j.id = h.id AND h.status IN ${DELIVERABLE}
+         AND NOT (h.status = 'postponed' AND j.next_attempt_at > now())
+         AND (j.flow IS NULL OR j.stages @> '[{"stage": "preprocessed"}]'::jsonb)
+       RETURNING j.*),
+     cl AS (INSERT INTO print_logs (job_id, printer, level, text)
+       SELECT c.id, c.printer, 'info', left(h.status || ' -> processing: handed to ' || p.connection
+         || CASE WHEN h.attempts > 0 THEN ' (attempt ' || (h.attempts + 1) || ')' ELSE '' END, ${LOG_TEXT_MAX}) FROM c, h, p)`;
+type ClaimedRow = PrintJobRow & { printer_connection: string; printer_error: PrinterRow['error'] };
+const CLAIMED_COLUMNS = 'c.*, p.connection AS printer_connection, p.error AS printer_error';
+const deliverStep = (name: string, { printer_connection: connection, printer_error: error, ...job }: ClaimedRow): NextStep =>
+  ({ kind: 'deliver', job, printer: { name, connection, error } });
+
+/** claimCtes alone, under the dispatch lock taken by an earlier statement of the transaction; undefined when nothing was handed off (nothing changed). */
+async function claimHead(tx: Sql, name: string): Promise<NextStep | undefined> {
+  const { rows } = await tx.query<ClaimedRow>(`WITH ${claimCtes()} SELECT ${CLAIMED_COLUMNS} FROM c, p`, [name]);
+  return rows[0] && deliverStep(name, rows[0]);
+}
+
+/**
+ * The head of one waiting state straight from the (printer, status, priority
+ * DESC, seq) index; the best of the three is the printer's head: no sort of
+ * the whole queue, however long it is.
+ */
+const head1 = (status: string) => `(SELECT id, priority, seq FROM print_jobs WHERE printer = $1 AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
+
+/**
+ * A delivered job's outcome and the printer's next hand-off as one
+ * autocommitted statement (one round trip per job; its commit is synchronous,
+ * so the hand-off is durable before the caller sends a byte). It takes the
+ * printer's dispatch lock first; moves the job this run handed off to
+ * `processed`, guarded by that hand-off (still `processing` with the same
+ * queue position and attempt: every hand-off counts an attempt and only a
+ * requeue, which renews `seq`, resets it), clears the mark, drops its stage
+ * files unless kept, writes its log line and, with `touchPrinter`, the
+ * printer's `last_printed`; then hands off the next job (claimCtes).
+ *
+ * The statement reads with a snapshot from its start, before a wait for the
+ * lock, so every decision that matters is re-checked on the rows it locks:
+ * the outcome's guard and the head's waiting state are evaluated again on
+ * the newest row version (a job another run took or changed meanwhile is
+ * left alone, so no job is handed off twice).
+ * `delivered` false: the guard failed (an operator or a recovery changed the
+ * job). `next` undefined: nothing was handed off; the caller decides step by
+ * step (claimNext).
+ */
+export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: string, touchPrinter: boolean): Promise<{ delivered: boolean; next?: NextStep }> {
+  const { rows } = await sql.query<ClaimedRow & { delivered: number }>(
+    `WITH lk AS (SELECT true AS locked FROM (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) x),
+     u AS (UPDATE print_jobs SET status = 'processed', updated = now(), finished = now(), message = $5, handoff_at = NULL,
+         stages = CASE WHEN keep_tempfiles THEN stages ELSE '[]'::jsonb END
+       WHERE id = $2 AND status = 'processing' AND seq = $3 AND attempts = $4 AND handoff_at IS NOT NULL AND (SELECT locked FROM lk)
+       RETURNING id, printer),
+     ul AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $6 FROM u),
+     d AS (UPDATE printers SET last_printed = now(), error = NULL
+       WHERE name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)
+         AND (last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL)),
+     ${claimCtes('(SELECT locked FROM lk)')}
+     SELECT (SELECT count(*) FROM u)::int AS delivered, n.* FROM lk LEFT JOIN (SELECT ${CLAIMED_COLUMNS} FROM c, p) n ON true`,
+    [job.printer, job.id, job.seq, job.attempts, message, logText(`delivered: ${message}`), touchPrinter]);
+  const { delivered, ...claimed } = rows[0]!;
+  return { delivered: delivered > 0, next: claimed.id ? deliverStep(job.printer, claimed as ClaimedRow) : undefined };
 }
 
 /** Moves a redirected printer's waiting jobs to the end of its redirect chain, in their order, and wakes that printer. */

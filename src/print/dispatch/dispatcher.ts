@@ -7,14 +7,13 @@ import { printBackendFor } from '../../connectors/print-backends/registry.js';
 import { AppError } from '../../errors/app-error.js';
 import { transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
 import { printLog } from '../../areas/print-jobs/print-log.js';
-import type { PrinterRow } from '../../areas/printers/printer-store.js';
 import type { Logger } from '../../logging/logger.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../queue/jobs.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import { runFlow } from '../flows/run-flow.js';
 import { pageInfo } from '../page-info.js';
-import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type NextStep } from './dispatch-store.js';
+import { claimNext, deliveredAndNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type DeliveryPrinter, type NextStep } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -59,14 +58,14 @@ export class Dispatcher {
 
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
     const { db, outbox } = this.deps;
-    await db.transaction(async (tx) => {
+    const claim = () => db.transaction((tx) => claimNext(tx, outbox, printer));
+    let step = await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
       await lockPrinterDispatch(tx, printer);
       const n = await recoverInFlight(tx, printer);
       if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
+      return claimNext(tx, outbox, printer, { locked: true });
     });
-    const claim = () => db.transaction((tx) => claimNext(tx, outbox, printer));
-    let step = await claim();
     for (;;) {
       if (ctx.signal.aborted) {
         if (step.kind === 'deliver') await this.release(step.job);
@@ -164,7 +163,7 @@ export class Dispatcher {
    * transaction (one commit per job instead of two); when the printer was
    * unreachable, the job is postponed and the run waits `retryInMs`.
    */
-  private async deliver(job: PrintJobRow, printer: PrinterRow, signal: AbortSignal): Promise<{ retryInMs: number } | { next: NextStep }> {
+  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal): Promise<{ retryInMs: number } | { next: NextStep }> {
     const { db, blobs } = this.deps;
     const doc = job.stages.find((s) => s.stage === 'preprocessed') ?? { sha256: job.blob_sha256, size: Number(job.size), mimeType: job.mime_type };
     let ack: Acknowledgement | undefined;
@@ -186,36 +185,47 @@ export class Dispatcher {
       else if (err instanceof AppError) failure = new PrintDeliveryError('refused', err.message, { cause: err });
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
     }
+    if (ack) {
+      // the common case in one statement: the outcome and the next hand-off
+      const touch = this.touchesPrinter(printer);
+      const { delivered, next } = await deliveredAndNext(db, job, ack.message, touch);
+      if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
+      if (!delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
+      if (next) return { next };
+      return { next: await this.claimStepByStep(job.printer) };
+    }
     return db.transaction(async (tx) => {
-      const outcome = await this.recordOutcome(tx, job, printer, ack, failure);
+      const outcome = await this.recordOutcome(tx, job, printer, failure);
       if (outcome !== undefined) {
         await relaxCommit(tx);
         return { retryInMs: outcome };
       }
-      const next = await claimNext(tx, this.deps.outbox, job.printer);
-      // a hand-off is committed durably before its first byte goes out; an outcome alone need not wait for the disk
-      if (next.kind !== 'deliver') await relaxCommit(tx);
-      return { next };
+      return { next: await this.claimIn(tx, job.printer) };
     });
   }
 
-  /** The outcome of one delivery in the job's state and log; a delay when it was postponed. */
-  private async recordOutcome(tx: Sql, job: PrintJobRow, printer: PrinterRow, ack: Acknowledgement | undefined, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
+  /** The next step when the fused statement handed nothing off (held, redirected, empty, not yet due, a flow to run). */
+  private claimStepByStep(printer: string): Promise<NextStep> {
+    return this.deps.db.transaction((tx) => this.claimIn(tx, printer));
+  }
+
+  private async claimIn(tx: Sql, printer: string): Promise<NextStep> {
+    const next = await claimNext(tx, this.deps.outbox, printer);
+    // a hand-off is committed durably before its first byte goes out; anything else need not wait for the disk
+    if (next.kind !== 'deliver') await relaxCommit(tx);
+    return next;
+  }
+
+  /** Whether this outcome also writes the printer's `last_printed` (at most once a second per printer, or to clear an error). */
+  private touchesPrinter(printer: DeliveryPrinter): boolean {
+    return printer.error !== null || Date.now() - (this.lastPrintedWritten.get(printer.name) ?? 0) >= 1000;
+  }
+
+  /** The outcome of a failed delivery in the job's state and log; a delay when it was postponed. */
+  private async recordOutcome(tx: Sql, job: PrintJobRow, printer: DeliveryPrinter, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
     const now = await lockInFlight(tx, job);
     if (!now) {
-      await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack ? ack.message : failure!.message}) after the job left processing` });
-      return undefined;
-    }
-    if (ack) {
-      await transitionJob(tx, now, 'processed', {
-        message: ack.message, log: `delivered: ${ack.message}`, dispatch: { handoff: 'clear' },
-      });
-      if (!now.keep_tempfiles && now.stages.length > 0) await setStages(tx, job.id, [], null);
-      const last = this.lastPrintedWritten.get(job.printer) ?? 0;
-      if (printer.error !== null || Date.now() - last >= 1000) {
-        await recordDevice(tx, job.printer, { printed: true });
-        this.lastPrintedWritten.set(job.printer, Date.now());
-      }
+      await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${failure!.message}) after the job left processing` });
       return undefined;
     }
     if (!failure) throw new Error('a delivery without an outcome');

@@ -82,6 +82,25 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     expect(job.redirected_from).toBe('p 1');
   });
 
+  it('decides again when the printer is redirected or deleted while the document streams in', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection) VALUES ('p3', 'file:///tmp/z'), ('p4', 'file:///tmp/w'), ('p5', 'file:///tmp/v')`);
+    // the change commits after the printer was looked up and before the job is inserted
+    const changing = (sql: string) => Readable.from((async function* () {
+      await t.db.query(sql);
+      yield Buffer.from('late');
+    })());
+    const job = await submitPrintJob(deps, { printer: 'p3', source: changing(`UPDATE printers SET redirect = 'p4' WHERE name = 'p3'`), mimeType: 'text/plain', creator: 'carol' });
+    expect(job.printer).toBe('p4');
+    expect(job.redirected_from).toBe('p3');
+    expect((await jobLog(t.db, Number(job.id))).map((l) => l.text)).toEqual(['submitted by carol (api), 4 bytes (sent to "p3", redirected) -> waitprocessing']);
+    const { rows } = await t.db.query<{ data: { printer: string } }>(`SELECT data FROM outbox WHERE data->>'printer' = 'p4'`);
+    expect(rows).toHaveLength(1);
+    const before = (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM print_jobs')).rows[0]!.n;
+    await expect(submitPrintJob(deps, { printer: 'p5', source: changing(`DELETE FROM printers WHERE name = 'p5'`), mimeType: 'text/plain', creator: 'carol' }))
+      .rejects.toMatchObject({ code: 'PRINTER_NOT_FOUND' });
+    expect((await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM print_jobs')).rows[0]!.n).toBe(before);
+  });
+
   it('refuses an unknown printer or flow, and an oversized document, storing nothing', async () => {
     const before = (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM print_jobs')).rows[0]!.n;
     await expect(submitPrintJob(deps, { printer: 'nope', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'a' })).rejects.toMatchObject({ code: 'PRINTER_NOT_FOUND' });

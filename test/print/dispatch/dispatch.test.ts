@@ -1,7 +1,7 @@
 import { PDFDocument } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../../../src/worker/reconciler.js';
-import { abandonDispatch } from '../../../src/print/dispatch/index.js';
+import { abandonDispatch, dispatchHandlers } from '../../../src/print/dispatch/index.js';
 import { AREAS } from '../../../src/areas/index.js';
 import { dropQueues, eventually, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
@@ -181,5 +181,28 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
     expect(first!.message).toMatch(/^delivery uncertain: dispatch abandoned \(re-created 4 times\)/);
     expect(second!.status).toBe('waitprocessing');
     expect(s.connections).toHaveLength(0);
+  });
+
+  it('two runs for one printer at once (a duplicate after a lost BullMQ lock): no job reaches the printer twice, none is lost', async () => {
+    const s = await sink();
+    await addPrinter(rt, 'twice', s.connection, { paused: true });
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) ids.push((await submit(rt, 'twice', `twice ${i}\n`)).id);
+    await settled(rt, 'twice');
+    // released without a wake-up: only the two runs below serve the printer
+    await setPrinter(rt, 'twice', { paused: false });
+    const run = dispatchHandlers(rt.services)['print.dispatch']!;
+    const ctx = { attempt: 1, finalAttempt: false, signal: new AbortController().signal, progress: async () => {} };
+    await Promise.all([run({ printer: 'twice' }, ctx), run({ printer: 'twice' }, ctx)]);
+    const done = await jobs(rt, ids);
+    const bodies = s.received().map(String);
+    // each job at most once on the device; a job the other run found in flight ends "delivery uncertain", never sent again
+    expect(new Set(bodies).size).toBe(bodies.length);
+    for (const [i, job] of done.entries()) {
+      if (job.status === 'processed') expect(bodies).toContain(`twice ${i}\n`);
+      else expect({ status: job.status, message: job.message }).toMatchObject({ status: 'error', message: expect.stringMatching(/^delivery uncertain/) });
+      expect(job.handoff_at).toBeNull();
+    }
+    expect(done.filter((j) => j.status === 'processed').length).toBeGreaterThan(0);
   });
 });
