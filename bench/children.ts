@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
 import pg from 'pg';
 import {
+  backendPids, cpuOf,
   busyCores, compileServers, expectStatus, fmt, machineCpu, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, type ChildServer,
 } from './lib.js';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
@@ -65,19 +66,7 @@ for (const l of logLevels) if (!['info', 'warn', 'error', 'silent', 'debug'].inc
 if (logLevels.length === 0 || logLevels.length > 4) throw new Error('--log-levels: one to four levels');
 const offsets = [0, deepOffset];
 
-/** PostgreSQL backends of one project server (bench/server.ts sets application_name to its schema). */
-async function backendPids(appName: string): Promise<number[]> {
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
-    return rows.map((r) => r.pid);
-  } finally {
-    await client.end();
-  }
-}
 
-const cpuOf = (pids: number[]) => pids.reduce((a, pid) => a + (procCpuSeconds(pid) ?? 0), 0);
 
 interface Measured {
   label: string;
@@ -116,7 +105,7 @@ async function measure(label: string, target: 'project' | 'bare', server: ChildS
   if (warmup > 0) await cannon(url, headers, warmup);
   const pid = server.info.pid;
   // after the warm-up the pool has all the connections it will use
-  const pgPids = target === 'project' ? await backendPids(String(server.info.schema)) : [];
+  const pgPids = target === 'project' ? await backendPids(DATABASE_URL, String(server.info.schema)) : [];
   const pg0 = cpuOf(pgPids);
   const cpu0 = procCpuSeconds(pid) ?? 0;
   const own0 = process.cpuUsage();

@@ -35,7 +35,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
-import { ROOT, compileServers, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer, type ChildServer } from './lib.js';
+import { ROOT, backendPids, compileServers, cpuOf, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -63,29 +63,8 @@ if (!Number.isInteger(runs) || runs < 1 || runs > 20) throw new Error('--runs: 1
 if (!/^(none|[0-9a-f]{4,40})$/.test(args.before)) throw new Error('--before: a commit id or none');
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+const call = (method: string, url: string, token: string, body?: unknown) => jsonCall(agent, method, url, token, body);
 
-/** A JSON request on the keep-alive agent; resolves with the status, body and the moment the answer was complete (epoch ms). */
-function call(method: string, url: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown>; at: number }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = http.request(url, {
-      method, agent, timeout: 60_000,
-      headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const at = performance.timeOrigin + performance.now();
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) as Record<string, unknown> : {}, at });
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${url} timed out`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 
 /** Stamps queued -> running in the server's schema and notifies `channel` with the cid. */
 async function instrument(db: pg.Client, schema: string, channel: string): Promise<void> {
@@ -123,12 +102,6 @@ interface Figures {
   pgCpuMsPerLaunch: number;
 }
 
-/** PostgreSQL backends of one bench server (bench/server.ts sets application_name to its schema). */
-async function backendPids(db: pg.Client, appName: string): Promise<number[]> {
-  const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
-  return rows.map((r) => r.pid);
-}
-const cpuOf = (pids: number[]) => pids.reduce((a, pid) => a + (procCpuSeconds(pid) ?? 0), 0);
 
 async function measure(server: ChildServer): Promise<Figures> {
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
@@ -197,7 +170,7 @@ async function measure(server: ChildServer): Promise<Figures> {
     const loadedDocs = docs.slice(latencyN);
     const answers: { cid: string; at: number; took: number }[] = [];
     let next = 0;
-    const pgPids = await backendPids(db, schema);
+    const pgPids = await backendPids(DATABASE_URL, schema);
     const cpu0 = procCpuSeconds(server.info.pid) ?? NaN;
     const pg0 = cpuOf(pgPids);
     const t0 = performance.now();

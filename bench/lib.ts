@@ -5,6 +5,7 @@ import os from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -284,4 +285,48 @@ export async function compileServers(root = ROOT): Promise<{ dir: string; cleanu
     throw err;
   }
   return { dir, cleanup };
+}
+
+/**
+ * The PostgreSQL backends of one bench server (bench/server.ts sets
+ * application_name to its schema), to read their CPU from /proc.
+ */
+export async function backendPids(databaseUrl: string, appName: string): Promise<number[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    return rows.map((r) => r.pid);
+  } finally {
+    await client.end();
+  }
+}
+
+/** User+system CPU seconds of several processes together. */
+export const cpuOf = (pids: number[]): number => pids.reduce((a, pid) => a + (procCpuSeconds(pid) ?? 0), 0);
+
+/**
+ * A JSON request with a bearer token on a keep-alive agent; resolves with the
+ * status, the parsed body and the moment the answer was complete (epoch ms).
+ */
+export function jsonCall(agent: http.Agent, method: string, url: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown>; at: number }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request(url, {
+      method, agent, timeout: 60_000,
+      headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const at = performance.timeOrigin + performance.now();
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) as Record<string, unknown> : {}, at });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url} timed out`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
 }

@@ -29,7 +29,7 @@ import { printSummary, summarizeProfile } from './profile.js';
 import { listJobs } from '../src/areas/print-jobs/print-job-store.js';
 import { JOB_FIELDS } from '../src/areas/print-jobs/job-fields.js';
 import { parseODataQuery } from '../src/query/odata.js';
-import { compileServers, expectStatus, fmt, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, type ChildServer } from './lib.js';
+import { backendPids, compileServers, cpuOf, expectStatus, fmt, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 // Settled states only: the server runs workers too, and waiting jobs for printers
@@ -62,22 +62,10 @@ if (!Number.isInteger(jobs) || jobs < 1000 || jobs > 10_000_000) throw new Error
 
 interface Run { label: string; reqPerSec: number; p50: number; p99: number; non2xx: number; errors: number; serverCpuMsPerReq: number; pgCpuMsPerReq?: number }
 
-/** PostgreSQL backends of the project server (bench/server.ts sets application_name to its schema). */
-async function backendPids(appName: string): Promise<number[]> {
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
-    return rows.map((r) => r.pid);
-  } finally {
-    await client.end();
-  }
-}
-const cpuOf = (pids: number[]) => pids.reduce((a, pid) => a + (procCpuSeconds(pid) ?? 0), 0);
 
 async function measure(label: string, server: ChildServer, url: string, headers: Record<string, string>, appName?: string): Promise<Run> {
   if (warmup > 0) await autocannon({ url, connections, duration: warmup, headers, timeout: 30 });
-  const pids = appName ? await backendPids(appName) : [];
+  const pids = appName ? await backendPids(DATABASE_URL, appName) : [];
   const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
   const pg0 = cpuOf(pids);
   const r = await autocannon({ url, connections, duration, headers, timeout: 30 });

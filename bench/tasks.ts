@@ -36,7 +36,7 @@ import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { compileServers, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer } from './lib.js';
+import { compileServers, fmt, jsonCall, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -66,27 +66,8 @@ if (!Number.isInteger(items) || items < 0 || items > 100_000) throw new Error('-
 if (perJobs.some((v) => !Number.isInteger(v) || v < 1 || v > 10_000)) throw new Error('--per-job: a comma list of 1 to 10000');
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+const call = (method: string, url: string, token: string, body?: unknown) => jsonCall(agent, method, url, token, body);
 
-function call(method: string, url: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = http.request(url, {
-      method, agent, timeout: 60_000,
-      headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) as Record<string, unknown> : {} });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: timeout`)));
-    req.end(payload);
-  });
-}
 
 /** Runs `fn(i)` for i in 0..count-1 over `width` concurrent lanes. */
 async function lanes(count: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
