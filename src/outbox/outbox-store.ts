@@ -42,7 +42,8 @@ export async function insertOutboxMany(sql: Sql, jobs: readonly { name: string; 
 /**
  * Runs one data-modifying statement (with its RETURNING list) and stores a job
  * in the same statement: both or neither, without a transaction and in one
- * round trip. The job's parameters follow the statement's. Returns the
+ * round trip. A statement that changes no row (an UPDATE whose WHERE matched
+ * nothing) stores no job either. The job's parameters follow the statement's. Returns the
  * statement's rows and the outbox row id (undefined when the job was there
  * already).
  */
@@ -54,7 +55,8 @@ export async function withOutbox<R extends object>(
     `WITH ${statement.with ? `RECURSIVE ${statement.with},` : ''} main AS (${statement.text}),${statement.also ? ` ${statement.also},` : ''}
      job AS (
        INSERT INTO outbox (name, job_id, data, claimed_until)
-       VALUES ($${n + 1}, $${n + 2}, $${n + 3}, CASE WHEN $${n + 4}::int IS NULL THEN NULL ELSE now() + make_interval(secs => $${n + 4}::int) END)
+       SELECT $${n + 1}, $${n + 2}, $${n + 3}, CASE WHEN $${n + 4}::int IS NULL THEN NULL ELSE now() + make_interval(secs => $${n + 4}::int) END
+       WHERE EXISTS (SELECT 1 FROM main)
        ON CONFLICT (job_id) DO NOTHING RETURNING id)
      SELECT main.*, (SELECT id FROM job) AS outbox_id FROM main`,
     [...statement.params, name, jobId, JSON.stringify(data), leaseSec],

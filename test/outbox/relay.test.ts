@@ -148,6 +148,10 @@ for (const [name, open] of drivers) {
         const other = { text: `INSERT INTO commands (cid, sid, command, state, expires) VALUES ($1, 'store', 'delete', 'queued', now()) RETURNING cid`, params: [cid] };
         await expect(local.addWith(db, other, 'preview.render', { sid: 'store', uuid: uuid(), version: 'x' })).rejects.toThrow();
         expect(await outboxSize(db)).toBe(before);
+        // a statement that changes no row stores no job
+        const none = { text: `UPDATE commands SET state = 'running' WHERE cid = $1 RETURNING cid`, params: [uuid()] };
+        expect(await local.addWith(db, none, 'preview.render', { sid: 'store', uuid: uuid(), version: 'y' })).toEqual([]);
+        expect(await outboxSize(db)).toBe(before);
         // an invalid payload: nothing written, the statement not run
         const fresh = uuid();
         await expect(local.addWith(db, insertCommandStatement({ cid: fresh, sid: 'store', command: 'delete', parameters: {}, creator: 'u' }, 60), 'command.run', { cid: 'not-a-uuid', sid: 'store' })).rejects.toBeInstanceOf(InvalidJobError);
