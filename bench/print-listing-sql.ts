@@ -67,7 +67,7 @@ try {
   const { parseODataQuery } = await import('../src/query/odata.js');
   const { JOB_FIELDS } = await import('../src/areas/print-jobs/job-fields.js');
   const q = parseODataQuery(`$filter=${encodeURIComponent("status eq 'processed' and printer eq 'p7'")}&$orderby=created desc&$top=100`, JOB_FIELDS);
-  await listJobs({ ...db, queryArrays: async (text: string) => { shippedText = text; return []; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
+  await listJobs({ ...db, queryArrays: async (text: string) => { shippedText = text; return [['[]']] as never[]; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
   const client = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}" -c TimeZone=UTC` });
   await client.connect();
   const backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;

@@ -48,13 +48,12 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const defaults = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
     const write = jobListWriter();
     const q = parseODataQuery(`$filter=${encodeURIComponent("user eq 'bob'")}&$orderby=id desc`, JOB_FIELDS);
-    const { rows, layout } = await listJobs(t.db, q, undefined, defaults);
-    expect(rows.length).toBe(1);
+    const { page } = await listJobs(t.db, q, undefined, defaults);
     const row = (await getJob(t.db, Number(job.id)))!;
-    expect(write(rows, layout)).toBe(JSON.stringify([presentJob(row, defaults)]));
+    expect(write(page)).toBe(JSON.stringify([presentJob(row, defaults)]));
     const picked = await listJobs(t.db, { ...q, select: ['retention', 'id', 'name', 'retention'] }, undefined, defaults);
-    expect(write(picked.rows, picked.layout, 7)).toBe(JSON.stringify({ results: [selectFields(presentJob(row, defaults), ['retention', 'id', 'name', 'retention'])], totalCount: 7 }));
-    expect(JSON.parse(write(picked.rows, picked.layout, 7))).toEqual({ results: [{ retention: { seconds: 90, custom: true, deleteAfter: expect.any(String) }, id: Number(job.id), name: 'Ünïcode "q" \\ \n' }], totalCount: 7 });
+    expect(write(picked.page, 7)).toBe(JSON.stringify({ results: [selectFields(presentJob(row, defaults), ['retention', 'id', 'name', 'retention'])], totalCount: 7 }));
+    expect(JSON.parse(write(picked.page, 7))).toEqual({ results: [{ retention: { seconds: 90, custom: true, deleteAfter: expect.any(String) }, id: Number(job.id), name: 'Ünïcode "q" \\ \n' }], totalCount: 7 });
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
 
@@ -64,8 +63,8 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
       FROM generate_series(1, 12) AS i RETURNING id`);
     const write = jobListWriter();
     const list = async (options: string) => {
-      const { rows, layout } = await listJobs(t.db, parseODataQuery(`$filter=${encodeURIComponent("user eq 'tie'")}&${options}`, JOB_FIELDS), undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
-      return (JSON.parse(write(rows, layout)) as { id: number }[]).map((j) => j.id);
+      const { page } = await listJobs(t.db, parseODataQuery(`$filter=${encodeURIComponent("user eq 'tie'")}&${options}`, JOB_FIELDS), undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
+      return (JSON.parse(write(page)) as { id: number }[]).map((j) => j.id);
     };
     const desc = ids.map((r) => Number(r.id)).sort((a, b) => b - a);
     expect(await list('$orderby=created desc')).toEqual(desc);
