@@ -36,12 +36,12 @@ const VARIANTS: Record<string, string> = {
   'x: row_to_json of presented columns': `SELECT row_to_json(j)::text FROM (SELECT id, status, printer, creator AS "user", owner, name, file_name AS "fileName", mime_type AS "mimeType", size, copies, priority, pages, flow, redirected_from AS "redirectedFrom", message, created, updated, finished, keep_tempfiles AS "keepTempfiles", attempts, next_attempt_at AS "nextAttempt" FROM print_jobs ${WHERE}) j`,
 };
 
-/** The row expression of the shipped listing statement (`… AS j`), split before each field's key. */
+/** The row expression of the shipped listing statement (`… AS j`), split before each key but the first. */
 let shippedText = '';
 function shippedColumns(): string[] {
   const start = shippedText.indexOf('(SELECT ') + '(SELECT '.length;
   const row = shippedText.slice(start, shippedText.indexOf(' AS j', start));
-  return row.split(/ \|\| (?='[{,]"\w+":')/);
+  return row.split(/ \|\| (?=',"\w+":')/);
 }
 /** Microseconds per row of `SELECT <expr> FROM print_jobs` (best of three). */
 async function perRow(client: pg.Client, expr: string): Promise<number> {
