@@ -283,8 +283,10 @@ function rowJson(select: readonly string[] | undefined, retention: RetentionDefa
  * One statement returns the whole page as one value: a hundred rows of
  * columns cost the API process more to receive than the text itself
  * (docs/benchmarks.md). `string_agg` joins the rows in the order the
- * subquery's ORDER BY and LIMIT give them (a plain aggregate over one
- * subquery, no join: PostgreSQL's documented way to aggregate in order).
+ * subquery's ORDER BY and LIMIT give them: the outer level is one plain
+ * aggregate over that subquery and nothing else (no join, no grouping), the
+ * case PostgreSQL's documentation says keeps a sorted subquery's order; the
+ * ordering tests (test/areas/print-jobs) check it on both drivers.
  * `$top` is a literal, a validated integer like the retention defaults: a
  * `LIMIT $n` is costed as 10 % of the matching rows, more than a page of 100,
  * so PostgreSQL never chose the prepared statement's generic plan and planned
