@@ -36,11 +36,12 @@ const VARIANTS: Record<string, string> = {
   'x: row_to_json of presented columns': `SELECT row_to_json(j)::text FROM (SELECT id, status, printer, creator AS "user", owner, name, file_name AS "fileName", mime_type AS "mimeType", size, copies, priority, pages, flow, redirected_from AS "redirectedFrom", message, created, updated, finished, keep_tempfiles AS "keepTempfiles", attempts, next_attempt_at AS "nextAttempt" FROM print_jobs ${WHERE}) j`,
 };
 
-/** The SELECT list of the shipped listing statement, split into its columns. */
+/** The row expression of the shipped listing statement (`… AS j`), split before each key but the first. */
 let shippedText = '';
 function shippedColumns(): string[] {
-  const list = shippedText.slice('SELECT '.length, shippedText.indexOf(' FROM print_jobs'));
-  return list.split(/ AS c\d+(?:, |$)/).filter(Boolean);
+  const start = shippedText.indexOf('(SELECT ') + '(SELECT '.length;
+  const row = shippedText.slice(start, shippedText.indexOf(' AS j', start));
+  return row.split(/ \|\| (?=',"\w+":')/);
 }
 /** Microseconds per row of `SELECT <expr> FROM print_jobs` (best of three). */
 async function perRow(client: pg.Client, expr: string): Promise<number> {
@@ -67,12 +68,10 @@ try {
   const { parseODataQuery } = await import('../src/query/odata.js');
   const { JOB_FIELDS } = await import('../src/areas/print-jobs/job-fields.js');
   const q = parseODataQuery(`$filter=${encodeURIComponent("status eq 'processed' and printer eq 'p7'")}&$orderby=created desc&$top=100`, JOB_FIELDS);
-  await listJobs({ ...db, queryArrays: async (text: string) => { shippedText = text; return []; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
+  await listJobs({ ...db, queryArrays: async (text: string) => { shippedText = text; return [['[]']] as never[]; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
   const client = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}" -c TimeZone=UTC` });
   await client.connect();
   const backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-  // the shipped listing, through the driver (its own pooled connection)
-  const pool = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
   const time = async (label: string, pid: number, run: () => Promise<unknown>) => {
     for (let i = 0; i < 50; i++) await run();
     const c0 = cpuOf(pid);
@@ -88,16 +87,24 @@ try {
     const name = `v${i++}`;
     await time(label, backend, () => client.query({ name, text, values: ['processed', 'p7'] }));
   }
-  await time('shipped listJobs (JSON text from PostgreSQL)', pool, () => listJobs(db, q, undefined, { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 }));
-  // each column of the shipped statement over all 100,000 rows: PostgreSQL's cost per row
+  // the shipped listing, through the driver (its own pooled connection, which the pool closes when idle for 10 s)
+  const pool = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  await time('shipped listJobs (the page from PostgreSQL)', pool, () => listJobs(db, q, undefined, { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 }));
+  // the same page with LIMIT $3 OFFSET $4 as parameters (before 2026-11-23): a parameter LIMIT is costed at 10 % of the
+  // matching rows, more than the custom plan's 100, so PostgreSQL planned the statement again at every execution
+  const limitParams = shippedText.replace(/ LIMIT 100\) page$/, ' LIMIT $3 OFFSET $4) page');
+  if (limitParams === shippedText) throw new Error('the shipped statement no longer ends in LIMIT 100');
+  await time('same page on this connection, LIMIT 100', backend, () => client.query({ name: 'limitLiteral', text: shippedText, values: ['processed', 'p7'] }));
+  await time('same page, LIMIT $3 OFFSET $4 (custom plans)', backend, () => client.query({ name: 'limitParams', text: limitParams, values: ['processed', 'p7', 100, 0] }));
+  // each field of the shipped statement over all 100,000 rows: PostgreSQL's cost per row
   const cols = shippedColumns();
   const base = await perRow(client, 'count(*)');
   for (const c of cols) console.log(`  ${((await perRow(client, `count(${c})`)) - base).toFixed(3)} µs/row  ${c.slice(0, 110)}`);
   // the plan the shipped statement runs with once PostgreSQL switches to its generic plan
   const shipped = shippedText;
   await client.query('SET plan_cache_mode = force_generic_plan');
-  await client.query(`PREPARE shipped(text, text, int, int) AS ${shipped}`);
-  const plan = await client.query(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE shipped('processed', 'p7', 100, 0)`);
+  await client.query(`PREPARE shipped(text, text) AS ${shipped}`);
+  const plan = await client.query(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE shipped('processed', 'p7')`);
   console.log(`generic plan of the shipped statement:\n${plan.rows.map((r: Record<string, string>) => Object.values(r)[0]).join('\n')}`);
   await client.end();
 } finally {

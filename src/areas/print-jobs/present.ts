@@ -1,6 +1,6 @@
 import type { AppConfig } from '../../config/schema.js';
 import { isFinalJobState } from './job-states.js';
-import type { ListedJobRow, ListedLayout, PrintJobRow } from './print-job-store.js';
+import { LISTING_MARK, type PrintJobRow } from './print-job-store.js';
 import type { PrintLogRow } from './print-log.js';
 
 /** Dates as ISO text. */
@@ -62,39 +62,25 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
 }
 
 /**
- * A page of the job listing as JSON text, byte for byte what `JSON.stringify`
- * of `presentJob` (through `selectFields`) gives, from rows laid out by
- * `listJobs` (print-job-store.ts): runs of fields whose JSON text PostgreSQL
- * built go in as they come; checkin, task and stages (jsonb text such as
- * `{"type": "api"}`) are re-serialised compactly. Built as one array of pieces joined once
- * (a string grown by `+=` is a rope that the socket write must flatten).
+ * The job listing's body from the page `listJobs` returns (print-job-store.ts),
+ * byte for byte what `JSON.stringify` of `presentJob` (through `selectFields`)
+ * gives: PostgreSQL built the JSON text of every field but the jsonb ones
+ * (checkin, task, stages), whose text comes between LISTING_MARKs after a
+ * letter: `c` to write compactly (`{"type": "api"}` as `{"type":"api"}`), `s`
+ * for the presented stages. A page without marks goes out as it came.
  */
 export function jobListWriter() {
   const json = compactJson();
-  const writers: Record<string, (cols: ListedJobRow, at: number) => string> = {
-    checkin: (c, at) => json(c[at]!),
-    task: (c, at) => json(c[at]!),
-    stages: (c, at) => stagesJson(c[at]!),
-  };
-  return (rows: ListedJobRow[], layout: ListedLayout, total?: number): string => {
-    const out: string[] = ['['];
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i]!;
-      out.push(i === 0 ? '{' : ',{');
-      let at = 0;
-      for (let k = 0; k < layout.length; k++) {
-        const part = layout[k]!;
-        if ('json' in part) {
-          out.push(r[at++]!);
-        } else {
-          out.push(`${k === 0 ? '' : ','}"${part.field}":`, writers[part.field]!(r, at));
-          at += part.columns;
-        }
-      }
-      out.push('}');
+  const expand = (page: string): string => {
+    const parts = page.split(LISTING_MARK);
+    for (let i = 1; i < parts.length; i += 2) {
+      const part = parts[i]!;
+      parts[i] = part.charCodeAt(0) === 115 /* s */ ? stagesJson(part.slice(1)) : json(part.slice(1));
     }
-    out.push(']');
-    const list = out.join('');
+    return parts.join('');
+  };
+  return (page: string, total?: number): string => {
+    const list = page.includes(LISTING_MARK) ? expand(page) : page;
     return total === undefined ? list : `{"results":${list},"totalCount":${total}}`;
   };
 }
@@ -102,8 +88,7 @@ export function jobListWriter() {
 /** jsonb text as `JSON.stringify(JSON.parse(text))`; the few distinct values (checkin, task) are remembered, bounded. */
 function compactJson() {
   const seen = new Map<string, string>();
-  return (text: string | null): string => {
-    if (text === null) return 'null';
+  return (text: string): string => {
     let out = seen.get(text);
     if (out === undefined) {
       out = JSON.stringify(JSON.parse(text)) as string;

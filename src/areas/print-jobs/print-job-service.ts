@@ -9,7 +9,7 @@ import { logText, presentJob } from './present.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { JOB_OPERATION_RULES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
-import { deleteJob, getJob, listJobs, parseJobId, setKeepTempfiles, transitionJob, type ListedJobRow, type ListedLayout, type PrintJobRow } from './print-job-store.js';
+import { deleteJob, getJob, listJobs, parseJobId, setKeepTempfiles, transitionJob, type PrintJobRow } from './print-job-store.js';
 import { jobLog, type PrintLogRow } from './print-log.js';
 import { submitPrintJob, type SubmitInput } from './submit-print-job.js';
 
@@ -25,7 +25,7 @@ export class PrintJobService {
     return this.s.config.print.maxDocumentBytes || this.s.config.server.maxUploadBytes;
   }
 
-  async list(p: Principal, q: ODataQuery): Promise<{ rows: ListedJobRow[]; layout: ListedLayout; total?: number }> {
+  async list(p: Principal, q: ODataQuery): Promise<{ page: string; total?: number }> {
     const scope = this.s.policy.listingScope(p, 'jobs', 'read');
     return listJobs(this.s.db, q, scope, this.s.config.print.retention);
   }

@@ -23,10 +23,10 @@ export function printJobRoutes(s: Services): Router {
 
   router.get(['/jobs', '/jobs/'], async (ctx) => {
     const q = parseODataQuery(ctx.querystring, JOB_FIELDS);
-    const { rows, layout, total } = await jobs.list(principal(ctx), q);
-    // the page as JSON text, mostly built by PostgreSQL (present.ts), not objects serialised by Koa
+    const { page, total } = await jobs.list(principal(ctx), q);
+    // the page as JSON text, built by PostgreSQL (present.ts), not objects serialised by Koa
     ctx.type = 'application/json';
-    ctx.body = listJson(rows, layout, q.inlineCount ? total : undefined);
+    ctx.body = listJson(page, q.inlineCount ? total : undefined);
   });
 
   // Extension (not in the 11.2.0 spec): the document as the raw body, streamed.
