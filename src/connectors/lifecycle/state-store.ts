@@ -1,3 +1,4 @@
+import type { StateEffect } from '../facets/tasks.js';
 import type { Sql } from '../../storage/driver/database.js';
 import type { ConnectorStateStore, StateEntry } from '../ports.js';
 
@@ -9,6 +10,24 @@ interface Row {
 
 /** Escapes LIKE wildcards so a prefix is matched literally. */
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * A `StateEffect` as the body of a data-modifying CTE, applied once when the
+ * CTE `gate` of the same statement has a row (so only when the statement's
+ * own change happened), with the same meaning as the store's `increment` and
+ * `put`. `param` adds a parameter and returns its placeholder.
+ */
+export function effectSql(effect: StateEffect, sid: string, gate: string, param: (value: unknown) => string): string {
+  const when = `WHERE EXISTS (SELECT 1 FROM ${gate})`;
+  if (effect.op === 'put') {
+    return `INSERT INTO connector_state (sid, key, value) SELECT ${param(sid)}, ${param(effect.key)}, ${param(JSON.stringify(effect.value))}::jsonb ${when}
+      ON CONFLICT (sid, key) DO UPDATE SET value = EXCLUDED.value, updated = now()`;
+  }
+  const by = param(effect.by ?? 1);
+  return `INSERT INTO connector_state AS s (sid, key, value) SELECT ${param(sid)}, ${param(effect.key)}, to_jsonb(${by}::bigint) ${when}
+    ON CONFLICT (sid, key) DO UPDATE SET updated = now(), value = to_jsonb(
+      CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value #>> '{}')::numeric ELSE 0 END + ${by}::bigint)`;
+}
 
 /** The SQL of `connector_state`, scoped to one service. */
 export function stateStore(db: Sql, sid: string): ConnectorStateStore {
