@@ -94,8 +94,13 @@ export class ItemRunner {
       return applied;
     };
     try {
+      const log = this.d.log;
+      let child: Logger | undefined;
       await facet.runItem(item, {
-        log: this.d.log.child({ sid: item.sid, tid: item.tid, item: item.id }),
+        // made on first use: most items never log, and a child logger per item is not free
+        get log() {
+          return (child ??= log.child({ sid: item.sid, tid: item.tid, item: item.id }));
+        },
         outbox: outboxPort(this.d.outbox, this.d.db),
         state: stateStore(this.d.db, item.sid),
         signal: tracked.signal,

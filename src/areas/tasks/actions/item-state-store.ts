@@ -1,5 +1,5 @@
 import type { ItemReport, StateEffect } from '../../../connectors/facets/tasks.js';
-import { effectSql } from '../../../connectors/lifecycle/state-store.js';
+import { effectParams, effectSql } from '../../../connectors/lifecycle/state-store.js';
 import type { FusedStatement } from '../../../outbox/outbox.js';
 import type { JobData } from '../../../queue/jobs.js';
 import type { Sql } from '../../../storage/driver/database.js';
@@ -218,25 +218,34 @@ export async function writeReport(sql: Sql, tid: string, run: number, r: ItemRep
 export async function writeFinalReport(
   sql: Sql, sid: string, tid: string, run: number, r: ItemReport, effect: StateEffect | undefined,
 ): Promise<{ applied: boolean; settled: TaskStatus | undefined }> {
-  const params: unknown[] = [tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null,
-    derivedStatus({ failed: 1 }), derivedStatus({})];
-  const param = (v: unknown) => `$${params.push(v)}`;
-  const { rows } = await sql.query<{ applied: boolean; settled: TaskStatus | null }>(
-    `WITH k AS (SELECT tid FROM tasks WHERE tid = $1 FOR NO KEY UPDATE),
+  const { rows } = await sql.query<{ applied: boolean; settled: TaskStatus | null }>(finalReportSql(r.outcome, effect?.op), [
+    tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null,
+    derivedStatus({ failed: 1 }), derivedStatus({}), ...(effect ? effectParams(effect, sid) : [])]);
+  return { applied: rows[0]!.applied, settled: rows[0]!.settled ?? undefined };
+}
+
+/** The statement of `writeFinalReport` per outcome and kind of effect, built once (the same text is the same prepared statement). */
+const finalReportTexts = new Map<string, string>();
+function finalReportSql(outcome: ItemReport['outcome'], op: StateEffect['op'] | undefined): string {
+  const key = `${outcome} ${op ?? ''}`;
+  let text = finalReportTexts.get(key);
+  if (text === undefined) {
+    text = `WITH k AS (SELECT tid FROM tasks WHERE tid = $1 FOR NO KEY UPDATE),
      rep AS (
        UPDATE task_items t SET outcome = $4, job_id = $5, state = $6, href = COALESCE($7, t.href), message = $8, updated = now()
-       FROM k WHERE t.tid = $1 AND t.item = $2 AND t.run = $3 AND t.outcome IN (${REPLACES[r.outcome]})
-       RETURNING t.item),${effect ? `
-     effect AS (${effectSql(effect, sid, 'rep', param)}),` : ''}
+       FROM k WHERE t.tid = $1 AND t.item = $2 AND t.run = $3 AND t.outcome IN (${REPLACES[outcome]})
+       RETURNING t.item),${op ? `
+     effect AS (${effectSql(op, 'rep', 11)}),` : ''}
      settled AS (
        UPDATE tasks SET status = CASE WHEN $4 <> 'done' OR EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND item <> $2 AND outcome <> 'done')
            THEN $9 ELSE $10 END, modified = now()
        WHERE tid = $1 AND status = 'processing' AND run = $3 AND EXISTS (SELECT 1 FROM rep)
          AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND item <> $2 AND outcome IN (${OPEN}))
        RETURNING status)
-     SELECT EXISTS (SELECT 1 FROM rep) AS applied, (SELECT status FROM settled) AS settled`,
-    params);
-  return { applied: rows[0]!.applied, settled: rows[0]!.settled ?? undefined };
+     SELECT EXISTS (SELECT 1 FROM rep) AS applied, (SELECT status FROM settled) AS settled`;
+    finalReportTexts.set(key, text);
+  }
+  return text;
 }
 
 /** `runItem` returned with the item still open: it runs elsewhere now (its reports come through the ItemReporter). */
