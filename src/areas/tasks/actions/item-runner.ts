@@ -23,9 +23,9 @@ export interface RunnerDeps {
  * Runs one `task.items` job: the open items of one chunk of a task run, one
  * after another, through the service's `TasksFacet.runItem`. Idempotent: an
  * item is taken only while its row is open under this run (`claimItem`), and
- * a final report plus the connector's effect is one transaction that a final
- * row refuses, so a retried, re-delivered or reconciled job never redoes a
- * finished item.
+ * a final report plus the connector's effect is one statement (or one
+ * transaction, for an effect given as a function) that a final row refuses,
+ * so a retried, re-delivered or reconciled job never redoes a finished item.
  */
 export class ItemRunner {
   constructor(private readonly d: RunnerDeps) {}
@@ -44,9 +44,10 @@ export class ItemRunner {
     // stored did not, the status is derived once more after it committed (also when the job stops early)
     const progress = { unsettled: false };
     try {
-      for (const row of items) {
+      for (const [i, row] of items.entries()) {
         if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
-        if (!row.claimed && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
+        // the first item was read open a moment ago; a later one is checked again (a pause or abort meanwhile)
+        if (i > 0 && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
         const item: TaskItem = {
           sid, tid, id: row.item, index: row.position, href: row.href,
           // effective metadata, lowest priority first: document, task, input list, item

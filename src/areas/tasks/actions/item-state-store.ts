@@ -128,32 +128,19 @@ export interface ChunkItem {
   item_metadata: Record<string, unknown>;
   list_metadata: Record<string, unknown>;
   doc_metadata: Record<string, unknown> | null;
-  /** Taken for this run by this very statement (the first item): no `claimItem` needed. */
-  claimed: boolean;
 }
 
 /**
  * The open items of one job of a run, in list order, with the document's
  * metadata when the href names one; none unless the task still processes
- * this run (paused, aborted, restarted or deleted meanwhile). The first item
- * is claimed in the same statement (as `claimItem` would: under its row
- * lock, while the task processes this run), which saves a round trip per job;
- * the others are claimed one by one when their turn comes.
+ * this run (paused, aborted, restarted or deleted meanwhile). A read: the
+ * first item is taken on this very answer (as `claimItem` would), the others
+ * are checked again when their turn comes.
  */
 export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
   const { rows } = await sql.query<ChunkItem>(
-    `WITH first AS (
-       SELECT t.item FROM task_items t JOIN list_items li ON li.id = t.item
-       WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
-       ORDER BY li.position, li.id LIMIT 1),
-     claimed AS (
-       UPDATE task_items t SET outcome = 'running', updated = now() FROM first
-       WHERE t.tid = $1 AND t.item = first.item AND t.run = $2 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
-         AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $2)
-       RETURNING t.item)
-     SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
-       l.metadata AS list_metadata, e.metadata AS doc_metadata,
-       EXISTS (SELECT 1 FROM claimed c WHERE c.item = t.item) AS claimed
+    `SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
+       l.metadata AS list_metadata, e.metadata AS doc_metadata
      FROM task_items t
      JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
      JOIN list_items li ON li.id = t.item
@@ -166,18 +153,22 @@ export async function chunkItems(sql: Sql, tid: string, run: number, chunk: numb
 }
 
 /**
- * Takes an item for this run: true when it is still queued or running (a
- * re-delivered job) under `run` while the task processes the same run. The
- * UPDATE holds the row lock, so a concurrent pause or abort either comes
- * first (nothing taken) or waits for this.
+ * Whether an item may be taken for this run: still queued or running (a
+ * re-delivered job) under `run`, not handed off, while the task processes the
+ * same run. A read, not a write: taking an item changes nothing, because
+ * nothing depends on it. Exactly once rests on the final report, which
+ * `writeReport` / `writeFinalReport` store only on a row still open under the
+ * run (with the effect in the same statement or transaction), so a pause or
+ * abort that commits after this check lets the item's work finish at most
+ * once and a duplicate job's report is refused. The row says `queued` until
+ * the connector's first report (`cstats` shows `queued` as `running`).
  */
 export async function claimItem(sql: Sql, tid: string, item: string, run: number): Promise<boolean> {
-  const { rowCount } = await sql.query(
-    `UPDATE task_items SET outcome = 'running', updated = now()
-     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running') AND NOT handed_off
-       AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $3)`,
+  const { rows } = await sql.query<{ open: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM task_items t JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
+       WHERE t.tid = $1 AND t.item = $2 AND t.run = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off) AS open`,
     [tid, item, run]);
-  return rowCount > 0;
+  return rows[0]!.open;
 }
 
 /** Which stored outcomes a report may replace: nothing final is ever changed, and a late "running" does not undo a pause. */
