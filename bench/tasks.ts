@@ -5,7 +5,7 @@
  * one worker, in the same run.
  *
  *   npm run bench:tasks -- [--tasks 2000] [--connections 16] [--server compiled|tsx]
- *     [--items 1000] [--per-job 1,25,100]
+ *     [--items 1000] [--per-job 1,25,100] [--concurrency N] [--profile-dir DIR] [--count-sql]
  *
  * - **service**: a child server (bench/server.ts: API and workers in one
  *   process, the default configuration, PostgreSQL and the local Redis). The
@@ -13,9 +13,11 @@
  *   metadata sets `mock.delayMs: 0`. Timed: from the first `start` request to
  *   the moment the database shows every task `completed` (polled every 20 ms),
  *   with the starts sent over `--connections` keep-alive clients. So each task
- *   pays the request, its transaction and outbox row, the relay, one
- *   `task.items` job, the item's claim, its final report with the mock's
- *   effect, and the status derivation.
+ *   pays the request, its start statement with the outbox row, the relay, one
+ *   `task.items` job, the read that takes the item, its final report with the
+ *   mock's effect, and the status derivation. Printed per task: the server's
+ *   CPU and its PostgreSQL backends' CPU (found by application_name), and
+ *   with `--count-sql` the statements it sent during the timed part.
  * - **bare BullMQ**: one `Queue` and one `Worker` (concurrency 1, a no-op
  *   processor, completed jobs removed) on a prefix of its own; timed from the
  *   first `add` (over `--connections` concurrent callers) to the last
