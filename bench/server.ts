@@ -11,11 +11,14 @@
  * DATA_DIR and exits 0 (so `--cpu-prof` profiles get written).
  *
  * Flags: --log-level <fatal|error|warn|info|debug|trace|silent> (default: the
- * configuration's, i.e. LOG_LEVEL or `info`), --keep (leave schema/keys/files).
+ * configuration's, i.e. LOG_LEVEL or `info`), --keep (leave schema/keys/files),
+ * --count-sql <file> (count the SQL statements sent, by text; on SIGUSR2 the
+ * counts since the last SIGUSR2 are written to the file as JSON).
  *
  * Run: node --import tsx bench/server.ts [--log-level warn]
  */
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +38,7 @@ const { values: args } = parseArgs({
     'log-level': { type: 'string' },
     keep: { type: 'boolean', default: false },
     'no-listing-cache': { type: 'boolean', default: false },
+    'count-sql': { type: 'string' },
   },
   strict: true,
 });
@@ -57,6 +61,23 @@ const config = loadConfig({
   },
 });
 const log = createLogger(config.logLevel);
+
+if (args['count-sql']) {
+  // every statement goes through pg.Client#query (pooled clients too); counted by its text
+  const file = args['count-sql'];
+  const counts = new Map<string, number>();
+  const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
+  (pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown }).query = function (this: unknown, ...a: unknown[]) {
+    const text = typeof a[0] === 'string' ? a[0] : (a[0] as { text?: string } | undefined)?.text;
+    const key = String(text).replace(/\s+/g, ' ').trim().slice(0, 100);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    return query.apply(this, a);
+  };
+  process.on('SIGUSR2', () => {
+    writeFileSync(file, JSON.stringify(Object.fromEntries([...counts].sort((x, y) => y[1] - x[1]))));
+    counts.clear();
+  });
+}
 
 async function dropStorage(): Promise<void> {
   const client = new pg.Client({ connectionString: DATABASE_URL });

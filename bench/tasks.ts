@@ -5,7 +5,7 @@
  * one worker, in the same run.
  *
  *   npm run bench:tasks -- [--tasks 2000] [--connections 16] [--server compiled|tsx]
- *     [--items 1000] [--per-job 1,25,100]
+ *     [--items 1000] [--per-job 1,25,100] [--concurrency N] [--profile-dir DIR] [--count-sql]
  *
  * - **service**: a child server (bench/server.ts: API and workers in one
  *   process, the default configuration, PostgreSQL and the local Redis). The
@@ -13,9 +13,11 @@
  *   metadata sets `mock.delayMs: 0`. Timed: from the first `start` request to
  *   the moment the database shows every task `completed` (polled every 20 ms),
  *   with the starts sent over `--connections` keep-alive clients. So each task
- *   pays the request, its transaction and outbox row, the relay, one
- *   `task.items` job, the item's claim, its final report with the mock's
- *   effect, and the status derivation.
+ *   pays the request, its start statement with the outbox row, the relay, one
+ *   `task.items` job, the read that takes the item, its final report with the
+ *   mock's effect, and the status derivation. Printed per task: the server's
+ *   CPU and its PostgreSQL backends' CPU (found by application_name), and
+ *   with `--count-sql` the statements it sent during the timed part.
  * - **bare BullMQ**: one `Queue` and one `Worker` (concurrency 1, a no-op
  *   processor, completed jobs removed) on a prefix of its own; timed from the
  *   first `add` (over `--connections` concurrent callers) to the last
@@ -28,7 +30,7 @@
  * Prints a table, the ratio (target >= 0.5) and one JSON line with the
  * figures and the machine's load.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,7 +38,8 @@ import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { compileServers, fmt, jsonCall, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer } from './lib.js';
+import { backendPids, compileServers, cpuOf, fmt, jsonCall, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer } from './lib.js';
+import { printSummary, summarizeProfile } from './profile.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -50,6 +53,8 @@ const { values: args } = parseArgs({
     'per-job': { type: 'string', default: '1,25,100' },
     /** queues.concurrency for the tasks queue (default: the configuration's, 4). */
     concurrency: { type: 'string' },
+    /** Count the server's SQL statements during the timed part of the service phase (bench/server.ts --count-sql). */
+    'count-sql': { type: 'boolean', default: false },
     /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
     'profile-dir': { type: 'string' },
   },
@@ -78,7 +83,7 @@ async function lanes(count: number, width: number, fn: (i: number) => Promise<vo
 }
 
 /** A server child with `queues.taskItemsPerJob` set through a CONFIG file (the child inherits the environment). */
-async function startServer(compiledDir: string | undefined, perJob?: number, nodeArgs: string[] = []) {
+async function startServer(compiledDir: string | undefined, perJob?: number, nodeArgs: string[] = [], serverArgs: string[] = []) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-tasks-'));
   const file = path.join(dir, 'config.json');
   const queues = {
@@ -88,7 +93,7 @@ async function startServer(compiledDir: string | undefined, perJob?: number, nod
   writeFileSync(file, JSON.stringify({ queues }));
   process.env.CONFIG = file;
   try {
-    return await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir });
+    return await spawnServer('bench/server.ts', ['--log-level', 'warn', ...serverArgs], nodeArgs, { compiledDir });
   } finally {
     delete process.env.CONFIG;
     rmSync(dir, { recursive: true, force: true });
@@ -127,8 +132,30 @@ async function bigTask(compiledDir: string | undefined, perJob: number): Promise
   }
 }
 
-async function service(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number }> {
-  const server = await startServer(compiledDir, undefined, args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : []);
+/** The server's statement counts by text since the last call (bench/server.ts --count-sql), read after a SIGUSR2. */
+async function sqlCounts(pid: number, file: string): Promise<Record<string, number>> {
+  rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    try {
+      const counts = JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;
+      rmSync(file, { force: true });
+      return counts;
+    } catch {
+      // not written yet (or half written)
+    }
+  }
+  throw new Error('the server did not write its SQL counts');
+}
+
+async function service(compiledDir: string | undefined): Promise<{
+  seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; pgBackends: number;
+  sqlPerTask?: number; sql?: Record<string, number>;
+}> {
+  const sqlFile = args['count-sql'] ? path.join(os.tmpdir(), `wcr-bench-tasks-sql-${process.pid}.json`) : undefined;
+  const server = await startServer(compiledDir, undefined, args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [],
+    sqlFile ? ['--count-sql', sqlFile] : []);
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
   await db.connect();
@@ -144,7 +171,12 @@ async function service(compiledDir: string | undefined): Promise<{ seconds: numb
       tids.push(res.json.tid as string);
     });
     const createSeconds = (performance.now() - c0) / 1000;
+    // the server's PostgreSQL backends (application_name = its schema): ones opened during the run count from zero
+    const pids0 = await backendPids(DATABASE_URL, schema);
+    const pg0 = cpuOf(pids0);
+    if (sqlFile) await sqlCounts(server.info.pid, sqlFile); // resets the count
     const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
+    window.fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
     await lanes(n, connections, async (i) => {
       const res = await call('POST', `${url}/v1/services/demo/tasks/${tids[i]}/action`, token, { action: 'start' });
@@ -153,14 +185,24 @@ async function service(compiledDir: string | undefined): Promise<{ seconds: numb
     const startsSeconds = (performance.now() - t0) / 1000;
     await waitCompleted(db, schema, n);
     const seconds = (performance.now() - t0) / 1000;
+    window.toUs = Number(process.hrtime.bigint() / 1000n);
     const serverCpuMsPerTask = (((procCpuSeconds(server.info.pid) ?? 0) - cpu0) * 1000) / n;
+    const sql = sqlFile ? await sqlCounts(server.info.pid, sqlFile) : undefined;
+    const pids1 = [...new Set([...pids0, ...(await backendPids(DATABASE_URL, schema))])];
+    const pgCpuMsPerTask = ((cpuOf(pids1) - pg0) * 1000) / n;
     if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
-    return { seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask };
+    return {
+      seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, pgCpuMsPerTask, pgBackends: pids1.length,
+      ...(sql ? { sqlPerTask: Object.values(sql).reduce((a, b) => a + b, 0) / n, sql } : {}),
+    };
   } finally {
     await db.end();
     await server.stop();
   }
 }
+
+/** The timed part of the service phase on CLOCK_MONOTONIC (µs), to summarise the server's profile over it alone. */
+const window = { fromUs: 0, toUs: 0 };
 
 async function bare(): Promise<{ seconds: number; perSecond: number }> {
   const prefix = `bench-bare-${Date.now().toString(36)}`;
@@ -212,12 +254,22 @@ try {
   compiled?.cleanup();
 }
 const cpu1 = machineCpu();
+if (args['profile-dir']) {
+  // the newest profile in the directory is the service phase's server
+  const dir = args['profile-dir'];
+  const file = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort().pop();
+  if (file) printSummary(summarizeProfile(path.join(dir, file), 30, window));
+}
 const ratio = ours.perSecond / floor.perSecond;
 printTable(['what', 'seconds', 'per second'], [
   [`bare BullMQ: ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
 ]);
-console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms per task`);
+console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
+if (ours.sql) {
+  console.log(`SQL statements sent per task: ${fmt(ours.sqlPerTask!, 2)}`);
+  for (const [text, count] of Object.entries(ours.sql)) if (count / n >= 0.01) console.log(`  ${fmt(count / n, 2).padStart(6)}  ${text}`);
+}
 if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }

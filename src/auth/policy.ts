@@ -51,6 +51,19 @@ export class Policy {
   }
 
   /**
+   * `may` for every one of `actions` as a condition a statement can check on
+   * the row itself: the identities the object's creator or owner must be
+   * among (`own` scope for some action), undefined when any object will do,
+   * or false when a right is missing whatever the object. Lets a guarded
+   * UPDATE decide rights in its WHERE instead of a read, a check and a write.
+   */
+  ownedBy(p: Principal, area: Area, actions: readonly Action[]): string[] | undefined | false {
+    const scopes = actions.map((a) => this.permissions.scope(p, area, a));
+    if (scopes.some((s) => !s)) return false;
+    return scopes.every((s) => s === 'all') ? undefined : [...p.identities];
+  }
+
+  /**
    * The identities a listing must be limited to (creator or owner among them),
    * or undefined when the caller sees all objects. 403 without the right.
    */

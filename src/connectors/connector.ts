@@ -9,7 +9,7 @@ import type { TasksFacet } from './facets/tasks.js';
 export * from './facets/repository.js';
 export type { ConnectorPorts, ConnectorStateStore, OutboxPort, StateEntry } from './ports.js';
 export type { IntakeFacet } from './facets/intake.js';
-export type { TasksFacet, TaskAction, TaskItem, TaskItemContext, ItemReport, ItemReporter, ItemOutcome, ItemEffect } from './facets/tasks.js';
+export type { TasksFacet, TaskAction, TaskItem, TaskItemContext, ItemReport, ItemReporter, ItemOutcome, ItemEffect, StateEffect } from './facets/tasks.js';
 export type { FunctionsFacet, FunctionDescriptor, FunctionParameter, FunctionParams, FunctionContext } from './facets/functions.js';
 
 /** What a connector type may use while it builds an instance (validation and set-up only; no database). */

@@ -66,6 +66,50 @@ export async function withOutbox<R extends object>(
 }
 
 /**
+ * `withOutbox` for a statement that calls for several jobs whose payloads
+ * only the statement knows (a run number it increments, chunk numbers it
+ * assigns): `jobs` selects `(job_id text, data jsonb)` rows from `main` and
+ * the statement's CTEs, and each becomes an outbox row in the same
+ * statement. Both or neither, one round trip. The job's name follows the
+ * statement's parameters. Returns the statement's rows and the outbox rows
+ * inserted (jobs there already are skipped).
+ */
+export async function withOutboxEach<R extends object>(
+  sql: Sql, statement: FusedStatement, jobs: string, name: string, leaseSec: number | null,
+): Promise<{ rows: R[]; jobs: OutboxRow[] }> {
+  const n = statement.params.length;
+  const { rows } = await sql.query<R & { outbox_jobs: { id: number; data: unknown }[] }>(
+    eachText(statement, jobs, n), [...statement.params, name, leaseSec]);
+  const inserted = rows[0]?.outbox_jobs ?? [];
+  return {
+    rows: rows.map(({ outbox_jobs: _, ...row }) => row as unknown as R),
+    jobs: inserted.map((j) => ({ id: Number(j.id), name, data: j.data })),
+  };
+}
+
+/**
+ * The text of `withOutboxEach`, kept per statement (bounded, as the driver's
+ * prepared statements are): a statement's parts are constants whose hashes V8
+ * keeps, where the text built again per call is a new 3 kB string to hash and
+ * compare.
+ */
+const eachTexts = new Map<string, { with?: string; also?: string; jobs: string; n: number; text: string }>();
+function eachText(statement: FusedStatement, jobs: string, n: number): string {
+  const hit = eachTexts.get(statement.text);
+  if (hit && hit.with === statement.with && hit.also === statement.also && hit.jobs === jobs && hit.n === n) return hit.text;
+  const text = `WITH ${statement.with ? `RECURSIVE ${statement.with},` : ''} main AS (${statement.text}),${statement.also ? ` ${statement.also},` : ''}
+     job AS (
+       INSERT INTO outbox (name, job_id, data, claimed_until)
+       SELECT $${n + 1}, w.job_id, w.data, CASE WHEN $${n + 2}::int IS NULL THEN NULL ELSE now() + make_interval(secs => $${n + 2}::int) END
+       FROM (${jobs}) AS w (job_id, data)
+       ON CONFLICT (job_id) DO NOTHING RETURNING id, data)
+     SELECT main.*, (SELECT COALESCE(jsonb_agg(jsonb_build_object('id', id, 'data', data) ORDER BY id), '[]'::jsonb) FROM job) AS outbox_jobs
+     FROM main`;
+  if (eachTexts.size < 100) eachTexts.set(statement.text, { with: statement.with, also: statement.also, jobs, n, text });
+  return text;
+}
+
+/**
  * Claims up to `limit` rows for `leaseSec`, oldest first. SKIP LOCKED lets
  * several relays claim at once without waiting on each other or sharing a row;
  * the lease (not a held transaction) keeps others off while the jobs are

@@ -1,6 +1,6 @@
 import { jobIdFor, parseJob, type JobData, type JobName } from '../queue/jobs.js';
 import { isTx, type Sql } from '../storage/driver/database.js';
-import { insertOutbox, insertOutboxMany, withOutbox, type OutboxRow } from './outbox-store.js';
+import { insertOutbox, insertOutboxMany, withOutbox, withOutboxEach, type OutboxRow } from './outbox-store.js';
 import type { EnqueueRequest } from '../queue/job-queue.js';
 
 /**
@@ -25,6 +25,15 @@ export interface Outbox {
    * command launches; returns the statement's rows.
    */
   addWith<N extends JobName, R extends object>(sql: Sql, statement: FusedStatement, name: N, data: JobData<N>): Promise<R[]>;
+  /**
+   * `addWith` for several jobs whose payloads the statement itself computes
+   * (a task run's chunks: the run number and the chunk numbers come from the
+   * rows it changes). `jobs` is a SELECT over `main` and the statement's CTEs
+   * yielding `(job_id, data)`: the job id must be `jobIdFor(name, data)`.
+   * `probe` is a payload of the same shape with the parts known beforehand,
+   * validated first (the relay validates every payload again before Redis).
+   */
+  addEachWith<N extends JobName, R extends object>(sql: Sql, statement: FusedStatement & { jobs: string }, name: N, probe: JobData<N>): Promise<R[]>;
 }
 
 /**
@@ -91,6 +100,17 @@ export function createOutbox(local?: LocalRelay): Outbox {
         else committed();
       }
       return parsed.map((p) => p.jobId);
+    },
+    async addEachWith(sql, statement, name, probe) {
+      parseJob(name, probe);
+      const lease = local?.takesRows ? local.leaseSec : null;
+      const { rows, jobs } = await withOutboxEach(sql, statement, statement.jobs, name, lease);
+      if (local && jobs.length > 0) {
+        const committed = lease !== null ? () => jobs.forEach((r) => local.take(r)) : () => local.wake();
+        if (isTx(sql)) sql.afterCommit(committed);
+        else committed();
+      }
+      return rows as never;
     },
     async addWith(sql, statement, name, data) {
       const payload = parseJob(name, data);

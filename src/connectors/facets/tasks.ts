@@ -62,11 +62,28 @@ export class ItemInterrupted extends Error {
 }
 
 /**
- * A connector's own durable change that belongs to an item's final report
- * (a counter, a record of what was handed off). It gets the service's state
- * store inside the report's transaction.
+ * A change to the service's state store given as data: applied by the final
+ * report's own statement (one round trip for report, effect and, when it is
+ * the task's last item, the task's status), and only when the report is.
  */
-export type ItemEffect = (state: ConnectorPorts['state']) => Promise<void>;
+export type StateEffect =
+  | { op: 'increment'; key: string; by?: number }
+  | { op: 'put'; key: string; value: unknown };
+
+/**
+ * A connector's own durable change that belongs to an item's final report
+ * (a counter, a record of what was handed off): a `StateEffect`, or for
+ * anything else a function that gets the service's state store inside the
+ * report's transaction (a transaction of its own: more round trips).
+ */
+export type ItemEffect = StateEffect | ((state: ConnectorPorts['state']) => Promise<void>);
+
+/** Applies an effect through a state store (the function form, or the data form one call at a time). */
+export async function applyEffect(effect: ItemEffect, state: ConnectorPorts['state']): Promise<void> {
+  if (typeof effect === 'function') return effect(state);
+  if (effect.op === 'increment') await state.increment(effect.key, effect.by ?? 1);
+  else await state.put(effect.key, effect.value);
+}
 
 /** What `runItem` may use: the connector's ports, the item's reporter and its signal. */
 export interface TaskItemContext extends ConnectorPorts {

@@ -1,3 +1,4 @@
+import type { StateEffect } from '../facets/tasks.js';
 import type { Sql } from '../../storage/driver/database.js';
 import type { ConnectorStateStore, StateEntry } from '../ports.js';
 
@@ -9,6 +10,30 @@ interface Row {
 
 /** Escapes LIKE wildcards so a prefix is matched literally. */
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * A `StateEffect` as the body of a data-modifying CTE, applied once when the
+ * CTE `gate` of the same statement has a row (so only when the statement's
+ * own change happened), with the same meaning as the store's `increment` and
+ * `put`. Its parameters are `effectParams(...)`, numbered from `$first`; the
+ * text depends only on the kind of effect, so callers can keep it.
+ */
+export function effectSql(op: StateEffect['op'], gate: string, first: number): string {
+  const [sid, key, value] = [first, first + 1, first + 2].map((i) => `$${i}`);
+  const when = `WHERE EXISTS (SELECT 1 FROM ${gate})`;
+  if (op === 'put') {
+    return `INSERT INTO connector_state (sid, key, value) SELECT ${sid}, ${key}, ${value}::jsonb ${when}
+      ON CONFLICT (sid, key) DO UPDATE SET value = EXCLUDED.value, updated = now()`;
+  }
+  return `INSERT INTO connector_state AS s (sid, key, value) SELECT ${sid}, ${key}, to_jsonb(${value}::bigint) ${when}
+    ON CONFLICT (sid, key) DO UPDATE SET updated = now(), value = to_jsonb(
+      CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value #>> '{}')::numeric ELSE 0 END + ${value}::bigint)`;
+}
+
+/** The parameters of `effectSql(effect.op, …)`, in order. */
+export function effectParams(effect: StateEffect, sid: string): unknown[] {
+  return [sid, effect.key, effect.op === 'put' ? JSON.stringify(effect.value) : (effect.by ?? 1)];
+}
 
 /** The SQL of `connector_state`, scoped to one service. */
 export function stateStore(db: Sql, sid: string): ConnectorStateStore {

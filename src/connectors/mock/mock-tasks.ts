@@ -29,10 +29,8 @@ const numberIn = (v: unknown, min: number, max: number): number | undefined => {
 /** A stable number in [0, 1) from the item's id: whether it falls under `failRate`. */
 const draw = (item: TaskItem) => createHash('sha256').update(`${item.tid}:${item.id}`).digest().readUInt32BE(0) / 2 ** 32;
 
-/** The side effect of a finished item: its counter in the service's state, in the final report's transaction. */
-const countEffect = (item: TaskItem): ItemEffect => async (state) => {
-  await state.increment(effectKey(item.tid, item.id));
-};
+/** The side effect of a finished item: its counter in the service's state, applied by the final report's own statement. */
+const countEffect = (item: TaskItem): ItemEffect => ({ op: 'increment', key: effectKey(item.tid, item.id) });
 
 /**
  * Simulated task work. Each item "works" for `itemMs` (item metadata
@@ -40,7 +38,7 @@ const countEffect = (item: TaskItem): ItemEffect => async (state) => {
  * `mock.fail` (true or a message) or it falls under the fail rate
  * (`mock.failRate` in the metadata overrides the option). A finished item
  * counts one side effect in `effects/<tid>/<item>` of the service's state,
- * in the same transaction as its final report: tests read the count to prove
+ * in the same statement as its final report: tests read the count to prove
  * that every item was processed exactly once. `mock.handOff: true` hands the
  * item off instead (reported `running` with an href, no final report: what a
  * print connector does; tests finish it through the ItemReporter). Pause and abort interrupt

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ItemEffect, ItemReport, TaskItem, TasksFacet } from '../../../src/connectors/connector.js';
 import { stateStore } from '../../../src/connectors/lifecycle/state-store.js';
-import { ItemInterrupted, TASK_ACTIONS, type Interruption } from '../../../src/connectors/facets/tasks.js';
+import { ItemInterrupted, TASK_ACTIONS, applyEffect, type Interruption } from '../../../src/connectors/facets/tasks.js';
 import { exampleInstances, openContractEnv } from './instances.js';
 
 /**
@@ -40,7 +40,7 @@ async function run(tasks: TasksFacet, it: TaskItem, signal = new AbortController
     reports.push({ ...r, item: it.id });
     if (effect && accept) {
       effects.push({ ...r, item: it.id });
-      await env.db.transaction((tx) => effect(stateStore(tx, it.sid)));
+      await env.db.transaction((tx) => applyEffect(effect, stateStore(tx, it.sid)));
     }
     return accept;
   };

@@ -50,23 +50,26 @@ export class ActionService {
       throw new AppError('ACTION_UNSUPPORTED', `service "${sid}" does not offer the ${action} action`, { sid, action, actions: [...facet.actions] });
     }
     const { from, to } = TASK_TRANSITIONS[action];
-    const ran = await this.d.db.transaction(async (tx) => {
-      // the transition itself takes the row lock; rights are checked on the row it returns
-      // (a refusal rolls it back), so the common case is one statement and the outbox rows
-      if (action === 'start' || action === 'resume') {
-        const moved = await store.startRun(tx, sid, tid, from, to, this.d.itemsPerJob);
+    let ran: number | undefined;
+    if (action === 'start' || action === 'resume') {
+      // one autocommitted statement: the transition (rights in its WHERE), the run's item rows and
+      // its jobs; only when nothing moved does a second read say why (404, 403 or 409)
+      const owned = this.d.policy.ownedBy(p, 'tasks', ['read', 'act']);
+      const moved = owned === false ? undefined : (await this.d.outbox.addEachWith<'task.items', store.StartedRun>(
+        this.d.db, store.startRunStatement(sid, tid, from, to, this.d.itemsPerJob, owned), 'task.items', { sid, tid, run: 1, chunk: 0 }))[0];
+      if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(this.d.db, tid));
+      ran = moved.chunks.length;
+    } else {
+      await this.d.db.transaction(async (tx) => {
+        // the transition itself takes the row lock; rights are checked on the row it returns
+        // (a refusal rolls it back)
+        const moved = await store.transition(tx, sid, tid, from, to);
         if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
         this.check(p, sid, tid, moved);
-        await this.d.outbox.addMany(tx, moved.chunks.map((chunk) => ({ name: 'task.items' as const, data: { sid, tid, run: moved.run, chunk } })));
-        return moved.chunks.length;
-      }
-      const moved = await store.transition(tx, sid, tid, from, to);
-      if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
-      this.check(p, sid, tid, moved);
-      await store.closeOpenItems(tx, tid, action === 'pause' ? 'paused' : 'aborted', action === 'pause' ? 'task paused' : 'task aborted');
-      await notifyInterrupt(tx, tid, moved.run, action === 'pause' ? 'pause' : 'abort');
-      return undefined;
-    });
+        await store.closeOpenItems(tx, tid, action === 'pause' ? 'paused' : 'aborted', action === 'pause' ? 'task paused' : 'task aborted');
+        await notifyInterrupt(tx, tid, moved.run, action === 'pause' ? 'pause' : 'abort');
+      });
+    }
     // nothing left to run (every item done, or an empty input list): the status follows at once
     if (ran === 0) await settle(this.d.db, tid);
     if (action !== 'start') await this.hook(facet, action, sid, tid);

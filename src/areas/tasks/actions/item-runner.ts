@@ -1,4 +1,4 @@
-import { ItemInterrupted, type ItemEffect, type ItemReport, type TaskItem, type TasksFacet } from '../../../connectors/facets/tasks.js';
+import { ItemInterrupted, applyEffect, type ItemEffect, type ItemReport, type TaskItem, type TasksFacet } from '../../../connectors/facets/tasks.js';
 import type { ConnectorRegistry } from '../../../connectors/registry.js';
 import { stateStore } from '../../../connectors/lifecycle/state-store.js';
 import { outboxPort } from '../../../connectors/ports.js';
@@ -23,9 +23,9 @@ export interface RunnerDeps {
  * Runs one `task.items` job: the open items of one chunk of a task run, one
  * after another, through the service's `TasksFacet.runItem`. Idempotent: an
  * item is taken only while its row is open under this run (`claimItem`), and
- * a final report plus the connector's effect is one transaction that a final
- * row refuses, so a retried, re-delivered or reconciled job never redoes a
- * finished item.
+ * a final report plus the connector's effect is one statement (or one
+ * transaction, for an effect given as a function) that a final row refuses,
+ * so a retried, re-delivered or reconciled job never redoes a finished item.
  */
 export class ItemRunner {
   constructor(private readonly d: RunnerDeps) {}
@@ -40,45 +40,68 @@ export class ItemRunner {
       await settle(this.d.db, tid);
       return;
     }
-    // the status is derived once per job, after its last final report (and also when it stops early)
-    let finished = false;
+    // every final report tries to settle the task in its own statement; when the last one that was
+    // stored did not, the status is derived once more after it committed (also when the job stops early)
+    const progress = { unsettled: false };
     try {
-      for (const row of items) {
+      for (const [i, row] of items.entries()) {
         if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
-        if (!row.claimed && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
+        // the first item was read open a moment ago; a later one is checked again (a pause or abort meanwhile)
+        if (i > 0 && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
         const item: TaskItem = {
           sid, tid, id: row.item, index: row.position, href: row.href,
           // effective metadata, lowest priority first: document, task, input list, item
           metadata: [row.task_metadata, row.list_metadata, row.item_metadata].reduce(mergeMetadata, row.doc_metadata ?? {}),
         };
-        if (await this.runOne(facet, item, run, ctx)) finished = true;
+        await this.runOne(facet, item, run, ctx, progress);
       }
     } finally {
-      if (finished) await settle(this.d.db, tid).catch((err: unknown) => this.d.log.warn({ err, tid }, 'task status not derived; the reconciler will'));
+      if (progress.unsettled) await settle(this.d.db, tid).catch((err: unknown) => this.d.log.warn({ err, tid }, 'task status not derived; the reconciler will'));
     }
   }
 
-  /** Runs one claimed item; true when a final report of it was stored. */
-  private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext): Promise<boolean> {
+  /**
+   * Runs one claimed item; true when a final report of it was stored.
+   * `progress.unsettled` says whether the last final report stored left the
+   * task's status to be derived again after its commit.
+   */
+  private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext, progress: { unsettled: boolean }): Promise<boolean> {
     const tracked = this.d.interrupts.track(item.tid, run, job.signal);
     let final = false;
     const report = async (r: Omit<ItemReport, 'item'>, effect?: ItemEffect): Promise<boolean> => {
       const full = { ...r, item: item.id };
       const isFinal = r.outcome === 'done' || r.outcome === 'failed' || r.outcome === 'aborted';
-      // with an effect: report and effect in one transaction; without, one autocommitted statement
+      if (isFinal && typeof effect !== 'function') {
+        // report, effect (as data) and status derivation: one autocommitted statement
+        const { applied, settled } = await store.writeFinalReport(this.d.db, item.sid, item.tid, run, full, effect);
+        if (applied) {
+          final = true;
+          progress.unsettled = settled === undefined;
+        }
+        return applied;
+      }
+      // an effect as a function: report and effect in one transaction; a report that is not final: one statement
       const applied = effect && isFinal
         ? await this.d.db.transaction(async (tx) => {
           const ok = await store.writeReport(tx, item.tid, run, full);
-          if (ok) await effect(stateStore(tx, item.sid));
+          if (ok) await applyEffect(effect, stateStore(tx, item.sid));
           return ok;
         })
         : await store.writeReport(this.d.db, item.tid, run, full);
-      if (applied && isFinal) final = true;
+      if (applied && isFinal) {
+        final = true;
+        progress.unsettled = true;
+      }
       return applied;
     };
     try {
+      const log = this.d.log;
+      let child: Logger | undefined;
       await facet.runItem(item, {
-        log: this.d.log.child({ sid: item.sid, tid: item.tid, item: item.id }),
+        // made on first use: most items never log, and a child logger per item is not free
+        get log() {
+          return (child ??= log.child({ sid: item.sid, tid: item.tid, item: item.id }));
+        },
         outbox: outboxPort(this.d.outbox, this.d.db),
         state: stateStore(this.d.db, item.sid),
         signal: tracked.signal,

@@ -1,4 +1,7 @@
-import type { ItemReport } from '../../../connectors/facets/tasks.js';
+import type { ItemReport, StateEffect } from '../../../connectors/facets/tasks.js';
+import { effectParams, effectSql } from '../../../connectors/lifecycle/state-store.js';
+import type { FusedStatement } from '../../../outbox/outbox.js';
+import type { JobData } from '../../../queue/jobs.js';
 import type { Sql } from '../../../storage/driver/database.js';
 import { OPEN_OUTCOMES, derivedStatus, sqlList, type ItemRowOutcome, type TaskStatus } from './task-states.js';
 
@@ -54,20 +57,27 @@ export async function transition(
 }
 
 /**
- * Start and resume in one statement: the transition of `transition` (a new
- * run) and the run's item rows. Every input item that is not done is queued
- * again under the new run, in chunks of `perJob` by list position; rows of
- * items no longer in the input list are dropped; done items keep their row
- * and are not redone. Undefined when the transition is not allowed (nothing
- * changed); else the run and its chunk numbers (one job each).
+ * Start and resume as one autocommitted statement: the transition of
+ * `transition` (a new run), the run's item rows and one `task.items` job per
+ * chunk (the outbox rows, through `Outbox.addEachWith`). Every input item
+ * that is not done is queued again under the new run, in chunks of `perJob`
+ * by list position; rows of items no longer in the input list are dropped;
+ * done items keep their row and are not redone. The caller's rights are part
+ * of the transition's WHERE (`ownedBy`: the identities the task's creator or
+ * owner must be among, undefined for any task), so nothing changes unless the
+ * action is allowed. No row when nothing moved; else the run and its chunk
+ * numbers.
  */
-export async function startRun(
-  sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, perJob: number,
-): Promise<(Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> & { chunks: number[] }) | undefined> {
-  const { rows } = await sql.query<Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> & { chunks: number[] }>(
-    `WITH moved AS (
+export function startRunStatement(
+  sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, perJob: number, ownedBy: readonly string[] | undefined,
+): FusedStatement & { jobs: string } {
+  const payload: Pick<JobData<'task.items'>, 'sid' | 'tid'> = { sid, tid };
+  return {
+    with: `moved AS (
        UPDATE tasks SET status = $5, run = run + 1, modified = now()
-       WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[]) RETURNING run, creator, owner),
+       WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[])
+         AND ($6::text[] IS NULL OR creator = ANY($6::text[]) OR owner = ANY($6::text[]))
+       RETURNING run, creator, owner),
      input AS (
        SELECT li.id, li.position FROM list_items li JOIN lists l ON l.lid = li.lid
        WHERE l.tid = $1 AND l.kind = 'input' AND EXISTS (SELECT 1 FROM moved)),
@@ -86,14 +96,20 @@ export async function startRun(
        -- checked on the row's latest version: an item whose final report committed while this
        -- statement ran (after its snapshot) stays done and is not run again
        WHERE task_items.outcome <> 'done'
-       RETURNING chunk)
-     SELECT moved.run, moved.creator, moved.owner,
-       COALESCE((SELECT array_agg(DISTINCT chunk ORDER BY chunk) FROM queued), '{}') AS chunks
+       RETURNING chunk),
+     chunks AS (SELECT DISTINCT chunk::int AS chunk FROM queued)`,
+    text: `SELECT moved.run, moved.creator, moved.owner,
+       COALESCE((SELECT array_agg(chunk ORDER BY chunk) FROM chunks), '{}') AS chunks
      FROM moved`,
-    [tid, sid, [...from], perJob, to]);
-  const row = rows[0];
-  return row && { ...row, chunks: row.chunks.map(Number) };
+    // the job id of JOBS['task.items'].id, `task.<tid>.<run>.<chunk>` (a test holds the two together)
+    jobs: `SELECT $8::text || main.run || '.' || c.chunk, $7::jsonb || jsonb_build_object('run', main.run, 'chunk', c.chunk)
+       FROM main, chunks c`,
+    params: [tid, sid, [...from], perJob, to, ownedBy ? [...ownedBy] : null, JSON.stringify(payload), `task.${tid}.`],
+  };
 }
+
+/** The row `startRunStatement` returns. */
+export type StartedRun = Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> & { chunks: number[] };
 
 /** Pause and abort: every open item takes `outcome` (a running item's own report of it is then moot). */
 export async function closeOpenItems(sql: Sql, tid: string, outcome: 'paused' | 'aborted', message: string): Promise<number> {
@@ -112,32 +128,19 @@ export interface ChunkItem {
   item_metadata: Record<string, unknown>;
   list_metadata: Record<string, unknown>;
   doc_metadata: Record<string, unknown> | null;
-  /** Taken for this run by this very statement (the first item): no `claimItem` needed. */
-  claimed: boolean;
 }
 
 /**
  * The open items of one job of a run, in list order, with the document's
  * metadata when the href names one; none unless the task still processes
- * this run (paused, aborted, restarted or deleted meanwhile). The first item
- * is claimed in the same statement (as `claimItem` would: under its row
- * lock, while the task processes this run), which saves a round trip per job;
- * the others are claimed one by one when their turn comes.
+ * this run (paused, aborted, restarted or deleted meanwhile). A read: the
+ * first item is taken on this very answer (as `claimItem` would), the others
+ * are checked again when their turn comes.
  */
 export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
   const { rows } = await sql.query<ChunkItem>(
-    `WITH first AS (
-       SELECT t.item FROM task_items t JOIN list_items li ON li.id = t.item
-       WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
-       ORDER BY li.position, li.id LIMIT 1),
-     claimed AS (
-       UPDATE task_items t SET outcome = 'running', updated = now() FROM first
-       WHERE t.tid = $1 AND t.item = first.item AND t.run = $2 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
-         AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $2)
-       RETURNING t.item)
-     SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
-       l.metadata AS list_metadata, e.metadata AS doc_metadata,
-       EXISTS (SELECT 1 FROM claimed c WHERE c.item = t.item) AS claimed
+    `SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
+       l.metadata AS list_metadata, e.metadata AS doc_metadata
      FROM task_items t
      JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
      JOIN list_items li ON li.id = t.item
@@ -150,18 +153,22 @@ export async function chunkItems(sql: Sql, tid: string, run: number, chunk: numb
 }
 
 /**
- * Takes an item for this run: true when it is still queued or running (a
- * re-delivered job) under `run` while the task processes the same run. The
- * UPDATE holds the row lock, so a concurrent pause or abort either comes
- * first (nothing taken) or waits for this.
+ * Whether an item may be taken for this run: still queued or running (a
+ * re-delivered job) under `run`, not handed off, while the task processes the
+ * same run. A read, not a write: taking an item changes nothing, because
+ * nothing depends on it. Exactly once rests on the final report, which
+ * `writeReport` / `writeFinalReport` store only on a row still open under the
+ * run (with the effect in the same statement or transaction), so a pause or
+ * abort that commits after this check lets the item's work finish at most
+ * once and a duplicate job's report is refused. The row says `queued` until
+ * the connector's first report (`cstats` shows `queued` as `running`).
  */
 export async function claimItem(sql: Sql, tid: string, item: string, run: number): Promise<boolean> {
-  const { rowCount } = await sql.query(
-    `UPDATE task_items SET outcome = 'running', updated = now()
-     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN ('queued', 'running') AND NOT handed_off
-       AND EXISTS (SELECT 1 FROM tasks WHERE tid = $1 AND status = 'processing' AND run = $3)`,
+  const { rows } = await sql.query<{ open: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM task_items t JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
+       WHERE t.tid = $1 AND t.item = $2 AND t.run = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off) AS open`,
     [tid, item, run]);
-  return rowCount > 0;
+  return rows[0]!.open;
 }
 
 /** Which stored outcomes a report may replace: nothing final is ever changed, and a late "running" does not undo a pause. */
@@ -184,6 +191,52 @@ export async function writeReport(sql: Sql, tid: string, run: number, r: ItemRep
      WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN (${REPLACES[r.outcome]})`,
     [tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
   return rowCount > 0;
+}
+
+/**
+ * A final report (done, failed, aborted) with the connector's effect given as
+ * data and the task's status derivation, as one autocommitted statement:
+ * the report is stored as by `writeReport`, the effect applied only when it
+ * is, and when no other item of the task is open the task moves to completed
+ * or failed (as `settleTask`). The task's row is locked first (before the
+ * item's, the order the actions take), so a pause or abort never deadlocks
+ * with a report. `settled` is the new status; undefined when the task did
+ * not move: then another item looked open to this statement, which may have
+ * finished concurrently (its commit after this statement's snapshot), so the
+ * caller settles once more after this commit (`settleTask`), as every
+ * finishing job does: of two finishing at once, the later settle sees both.
+ */
+export async function writeFinalReport(
+  sql: Sql, sid: string, tid: string, run: number, r: ItemReport, effect: StateEffect | undefined,
+): Promise<{ applied: boolean; settled: TaskStatus | undefined }> {
+  const { rows } = await sql.query<{ applied: boolean; settled: TaskStatus | null }>(finalReportSql(r.outcome, effect?.op), [
+    tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null,
+    derivedStatus({ failed: 1 }), derivedStatus({}), ...(effect ? effectParams(effect, sid) : [])]);
+  return { applied: rows[0]!.applied, settled: rows[0]!.settled ?? undefined };
+}
+
+/** The statement of `writeFinalReport` per outcome and kind of effect, built once (the same text is the same prepared statement). */
+const finalReportTexts = new Map<string, string>();
+function finalReportSql(outcome: ItemReport['outcome'], op: StateEffect['op'] | undefined): string {
+  const key = `${outcome} ${op ?? ''}`;
+  let text = finalReportTexts.get(key);
+  if (text === undefined) {
+    text = `WITH k AS (SELECT tid FROM tasks WHERE tid = $1 FOR NO KEY UPDATE),
+     rep AS (
+       UPDATE task_items t SET outcome = $4, job_id = $5, state = $6, href = COALESCE($7, t.href), message = $8, updated = now()
+       FROM k WHERE t.tid = $1 AND t.item = $2 AND t.run = $3 AND t.outcome IN (${REPLACES[outcome]})
+       RETURNING t.item),${op ? `
+     effect AS (${effectSql(op, 'rep', 11)}),` : ''}
+     settled AS (
+       UPDATE tasks SET status = CASE WHEN $4 <> 'done' OR EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND item <> $2 AND outcome <> 'done')
+           THEN $9 ELSE $10 END, modified = now()
+       WHERE tid = $1 AND status = 'processing' AND run = $3 AND EXISTS (SELECT 1 FROM rep)
+         AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND item <> $2 AND outcome IN (${OPEN}))
+       RETURNING status)
+     SELECT EXISTS (SELECT 1 FROM rep) AS applied, (SELECT status FROM settled) AS settled`;
+    finalReportTexts.set(key, text);
+  }
+  return text;
 }
 
 /** `runItem` returned with the item still open: it runs elsewhere now (its reports come through the ItemReporter). */

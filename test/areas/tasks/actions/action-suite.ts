@@ -9,7 +9,11 @@ import { reconcile } from '../../../../src/worker/reconciler.js';
 import { itemReporter } from '../../../../src/areas/tasks/actions/item-reporter.js';
 import { ItemInterrupts } from '../../../../src/areas/tasks/actions/item-interrupts.js';
 import { ItemInterrupted } from '../../../../src/connectors/facets/tasks.js';
-import { reportedItems } from '../../../../src/areas/tasks/actions/item-state-store.js';
+import { reportedItems, startRunStatement, writeFinalReport } from '../../../../src/areas/tasks/actions/item-state-store.js';
+import { settle } from '../../../../src/areas/tasks/actions/settle.js';
+import { effectKey } from '../../../../src/connectors/mock/mock-tasks.js';
+import { createOutbox } from '../../../../src/outbox/outbox.js';
+import { jobIdFor, parseJob } from '../../../../src/queue/jobs.js';
 import type { TestClient } from '../../../helpers/client.js';
 import { TEST_SERVICES, eventually, startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
 import { createTask, effectCounts, outcomes, statusOf, type TaskSpec } from './fixtures.js';
@@ -329,6 +333,53 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         await waitStatus(tid, ['completed']);
         const counts = await effectCounts(db(), 'work', tid);
         expect(items.map((i) => counts.get(i))).toEqual(Array(16).fill(1));
+      });
+
+      it("the start statement's outbox rows: one per chunk, each with the job id jobIdFor derives from its payload", async () => {
+        const { tid } = await task({ items: Array.from({ length: 9 }, () => ({})) }); // 4 per job: 3 chunks
+        const rollback = new Error('rollback');
+        await expect(db().transaction(async (tx) => {
+          const st = startRunStatement('work', tid, TASK_TRANSITIONS.start.from, 'processing', 4, undefined);
+          const [moved] = await createOutbox().addEachWith<'task.items', { run: number; chunks: number[] }>(tx, st, 'task.items', { sid: 'work', tid, run: 1, chunk: 0 });
+          expect(moved).toMatchObject({ run: 1, chunks: [0, 1, 2] });
+          const { rows } = await tx.query<{ job_id: string; data: unknown }>('SELECT job_id, data FROM outbox WHERE job_id LIKE $1 ORDER BY id', [`task.${tid}.%`]);
+          expect(rows.map((r) => r.data)).toEqual([0, 1, 2].map((chunk) => ({ sid: 'work', tid, run: 1, chunk })));
+          expect(rows.map((r) => r.job_id)).toEqual(rows.map((r) => jobIdFor('task.items', parseJob('task.items', r.data))));
+          // a caller whose identities own nothing moves nothing and stores no job
+          const [none] = await createOutbox().addEachWith(tx, startRunStatement('work', tid, ['processing'], 'processing', 4, ['mallory']), 'task.items', { sid: 'work', tid, run: 1, chunk: 0 });
+          expect(none).toBeUndefined();
+          throw rollback; // nothing of this test stays (no job reaches a worker)
+        })).rejects.toBe(rollback);
+        expect(await statusOf(db(), tid)).toBe('idle');
+      });
+
+      it.runIf(driver === 'postgres')('two final reports of one task at once: neither statement sees the other, the settle after commit moves the task', async () => {
+        const { tid, items } = await task({ items: [{}, {}] });
+        // as a start would leave them, without jobs: both items running in run 1, in two chunks
+        await db().query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [tid]);
+        await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, o - 1, 'running', 'running' FROM unnest($2::uuid[]) WITH ORDINALITY AS u(i, o)`, [tid, items]);
+        const final = (sql: Parameters<typeof writeFinalReport>[0], item: string) => writeFinalReport(sql, 'work', tid, 1,
+          { jobId: `mock.${tid}.${item}`, item, state: 'done', outcome: 'done' }, { op: 'increment', key: effectKey(tid, item) });
+        let started!: () => void;
+        const bStarts = new Promise<void>((r) => (started = r));
+        // A holds its transaction open while B's statement starts (and waits for the task row A locked)
+        const a = db().transaction(async (tx) => {
+          const r = await final(tx, items[0]!);
+          started();
+          await new Promise((res) => setTimeout(res, 300));
+          return r;
+        });
+        await bStarts;
+        const b = final(db(), items[1]!);
+        const [ra, rb] = await Promise.all([a, b]);
+        expect(ra).toEqual({ applied: true, settled: undefined }); // B's item was open
+        expect(rb).toEqual({ applied: true, settled: undefined }); // B's snapshot predates A's commit
+        expect(await statusOf(db(), tid)).toBe('processing');
+        expect(await settle(db(), tid)).toBe('completed'); // what each job does after such a report
+        expect([...(await effectCounts(db(), 'work', tid)).values()]).toEqual([1, 1]);
+        // a report the row refuses (final already) applies no effect and settles nothing
+        expect(await final(db(), items[0]!)).toEqual({ applied: false, settled: undefined });
+        expect([...(await effectCounts(db(), 'work', tid)).values()]).toEqual([1, 1]);
       });
 
       it("a pause's late notification interrupts the items of its run, never those of the run after it", async () => {
