@@ -165,5 +165,36 @@ for (const [driver, open] of bothDrivers()) {
       expect(await store.countItems(db, list.lid)).toBe(0);
       expect((await store.getList(db, list.lid))!.item_count).toBe(0);
     });
+
+    it('items must name an existing list; deleting a list deletes its items; a referenced lid cannot change (migration 010)', async () => {
+      const insert = (lid: string) => db.query(
+        `INSERT INTO list_items (id, lid, position, href) SELECT gen_random_uuid(), $1, g, '/doc' FROM generate_series(0, 2) g`, [lid]);
+      await expect(insert(randomUUID())).rejects.toMatchObject({ code: '23503', constraint: 'list_items_lid_fkey' });
+      const list = await newList();
+      const other = await newList();
+      await insert(list.lid);
+      // one statement naming a list that exists and one that does not fails whole
+      await expect(db.query(
+        `INSERT INTO list_items (id, lid, position, href) VALUES (gen_random_uuid(), $1, 9, '/doc'), (gen_random_uuid(), $2, 0, '/doc')`,
+        [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
+      expect(await store.countItems(db, list.lid)).toBe(3);
+      await expect(db.query('UPDATE list_items SET lid = $2 WHERE lid = $1', [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
+      await db.query('UPDATE list_items SET lid = $2 WHERE lid = $1 AND position = 0', [list.lid, other.lid]);
+      expect(await store.countItems(db, other.lid)).toBe(1);
+      await expect(db.query('UPDATE lists SET lid = $2 WHERE lid = $1', [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
+      const empty = await newList();
+      await db.query('UPDATE lists SET lid = $2 WHERE lid = $1', [empty.lid, randomUUID()]);
+      expect(await store.deleteList(db, list.lid)).toBe(true);
+      expect(await store.countItems(db, list.lid)).toBe(0);
+      expect(await store.countItems(db, other.lid)).toBe(1);
+    });
+
+    it('finds the items naming a document through the document index', async () => {
+      const list = await newList();
+      const uuid = randomUUID();
+      await store.appendItems(db, list.lid, [{ href: `/v1/services/store/repo/${uuid}`, metadata: {} }, ...items(3)]);
+      const { rows } = await db.query<{ lid: string }>('SELECT lid FROM list_items WHERE doc_uuid = ANY($1::uuid[])', [[uuid, randomUUID()]]);
+      expect(rows).toEqual([{ lid: list.lid }]);
+    });
   });
 }
