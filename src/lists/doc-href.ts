@@ -7,7 +7,12 @@
  */
 const REPO_HREF = /^\/?(?:v1\/)?services\/([^/?#]+)\/repo\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\/?$/;
 
-export function docRef(href: string): { sid: string; uuid: string } | undefined {
+export interface DocRef {
+  sid: string;
+  uuid: string;
+}
+
+export function docRef(href: string): DocRef | undefined {
   if (href.length > 400) return undefined;
   const m = REPO_HREF.exec(href);
   if (!m) return undefined;

@@ -155,6 +155,28 @@ for (const [driver, open] of bothDrivers()) {
       expect(last[0]!.doc_sid).toBe('store');
     });
 
+    it('a streamed import keeps every character of hrefs and metadata (COPY binary on PostgreSQL)', async () => {
+      const list = await newList();
+      const uuid = '0B1C2D3E-0000-4000-8000-00000000000A';
+      const odd: ListItem[] = [
+        { href: `/v1/services/st%C3%B6re/repo/${uuid}`, metadata: { t: 'tab\there', n: 'line\nbreak\r\n', b: 'back\\slash \\N', q: '"quoted", \'single\'' } },
+        { href: 'https://example.com/a\tb?x=1&y=ü', metadata: { emoji: '😀 ünïcödé 中文', empty: '', deep: { a: { b: ['x', 1, null, true] } } } },
+        { href: `/services/${'s'.repeat(300)}/repo/${randomUUID()}`, metadata: {} },
+      ];
+      async function* stream() {
+        yield* odd;
+      }
+      expect(await db.transaction((tx) => store.insertItemsFrom(tx, list.lid.toUpperCase(), stream()))).toBe(3);
+      const rows = await store.pageItems(db, list.lid, { offset: 0, limit: 10, sort: [] });
+      expect(rows.map((r) => ({ href: r.href, metadata: r.metadata }))).toEqual(odd);
+      expect(rows.map((r) => r.position)).toEqual([0, 1, 2]);
+      expect(rows[0]).toMatchObject({ lid: list.lid, doc_sid: 'störe', doc_uuid: uuid.toLowerCase() });
+      expect(rows[1]).toMatchObject({ doc_sid: null, doc_uuid: null });
+      expect(rows[2]!.doc_sid).toBe('s'.repeat(300));
+      for (const r of rows) expect(r.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(new Set(rows.map((r) => r.id)).size).toBe(3);
+    });
+
     it('a failing stream leaves nothing behind', async () => {
       const list = await newList();
       await expect(db.transaction(async (tx) => {
