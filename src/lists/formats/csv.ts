@@ -146,32 +146,41 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
     let count = 0;
     const list = new MetadataBuilder(limits.maxKeys);
     try {
+      // A bad row ends the batch: the items before it are handed over first, so
+      // a consumer's own check of an earlier item (an href) still reports first.
+      let rowError: unknown;
       for (;;) {
         const batch: ParsedListItem[] = [];
         let next: { record: string[]; raw: string } | null;
-        while ((next = parser.read() as { record: string[]; raw: string } | null) !== null) {
-          row++;
-          if (!header) {
-            header = next.record;
-            columns = readHeader(header, limits);
-            continue;
+        try {
+          while ((next = parser.read() as { record: string[]; raw: string } | null) !== null) {
+            row++;
+            if (!header) {
+              header = next.record;
+              columns = readHeader(header, limits);
+              continue;
+            }
+            const fields = markQuotedEmpties(next.record, next.raw);
+            const item = readRow(fields, columns, header, row, list, limits);
+            if (item.name !== undefined) {
+              if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });
+              name = item.name;
+            }
+            if (item.href === undefined) continue;
+            if (++count > limits.maxItems) throw listTooLarge(limits.maxItems);
+            batch.push({ href: item.href, metadata: item.metadata, at: { row } });
           }
-          const fields = markQuotedEmpties(next.record, next.raw);
-          const item = readRow(fields, columns, header, row, list, limits);
-          if (item.name !== undefined) {
-            if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });
-            name = item.name;
-          }
-          if (item.href === undefined) continue;
-          if (++count > limits.maxItems) throw listTooLarge(limits.maxItems);
-          batch.push({ href: item.href, metadata: item.metadata, at: { row } });
+        } catch (err) {
+          rowError = err;
         }
-        if (failure !== undefined) throw failure instanceof CsvError ? fromCsvError(failure, header ?? [], limits) : failure;
         if (batch.length > 0) {
           yield batch;
+          if (rowError !== undefined) throw rowError;
           // events may have fired while the consumer had the batch: read again before waiting
           continue;
         }
+        if (rowError !== undefined) throw rowError;
+        if (failure !== undefined) throw failure instanceof CsvError ? fromCsvError(failure, header ?? [], limits) : failure;
         if (parser.readableEnded) break;
         if (parser.destroyed) throw new Error('the CSV parser stopped before the end of the input');
         await new Promise<void>((resolve) => {
