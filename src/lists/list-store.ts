@@ -91,6 +91,13 @@ const ITEM_COLS = 'id, lid, position, href, doc_sid, doc_uuid, metadata, created
 
 /** Rows per multi-row INSERT of a batch import: large enough to amortize the round trip, small enough to stay well under a megabyte or so of parameters. */
 export const INSERT_CHUNK = 2000;
+/**
+ * Rows per COPY of a streamed import (about 2 MB of binary rows): fewer
+ * statements cost PostgreSQL about a tenth less CPU per row than COPYs of
+ * 2,000 (per-statement set-up, the lid trigger once per statement), and a
+ * statement's transition table (the lid trigger) still fits in `work_mem`.
+ */
+export const COPY_CHUNK = 10_000;
 
 // ---------------------------------------------------------------- lists
 
@@ -447,19 +454,21 @@ class CopyRows {
 /**
  * Inserts items as they arrive from `items` (a parser's output, read in its
  * batches when it has them) at the end of the list, inside the caller's
- * transaction: chunks of `chunk` rows, each one `COPY … FROM STDIN` where
- * the driver has it (PostgreSQL) or one multi-row INSERT (PGlite), the next
- * chunk being gathered while the previous one is in flight. The list row
+ * transaction: chunks of `chunkRows` rows, each one binary `COPY … FROM
+ * STDIN` where the driver has it (PostgreSQL, `COPY_CHUNK` rows by default)
+ * or one multi-row INSERT (PGlite, `INSERT_CHUNK`), the next chunk being
+ * gathered while the previous one is in flight. The list row
  * stays locked until the transaction ends; its counter is set once at the
  * end. A failing iterator (a bad row) rejects, and the caller's rollback
  * removes everything. Returns the number inserted.
  */
-export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<StoreItem>, chunk = INSERT_CHUNK): Promise<number> {
+export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<StoreItem>, chunkRows?: number): Promise<number> {
   // lid as PostgreSQL spells it (the binary COPY writes its bytes)
   const { rows } = await tx.query<{ lid: string; item_count: number }>('SELECT lid, item_count FROM lists WHERE lid = $1 FOR UPDATE', [lid]);
   if (!rows[0]) throw new AppError('LIST_NOT_FOUND', 'the list does not exist');
   const base = rows[0].item_count;
   const copy = tx.copyFrom?.bind(tx);
+  const chunk = chunkRows ?? (copy ? COPY_CHUNK : INSERT_CHUNK);
   let count = 0;
   let pending: StoreItem[] = [];
   const copyRows = new CopyRows(rows[0].lid);

@@ -35,9 +35,18 @@ CREATE INDEX list_items_doc ON list_items USING hash (doc_uuid) WHERE doc_uuid I
 ALTER TABLE list_items DROP CONSTRAINT list_items_lid_fkey;
 
 CREATE FUNCTION list_items_lid_check() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  lids uuid[];
+  found integer;
 BEGIN
-  PERFORM 1 FROM lists WHERE lid IN (SELECT DISTINCT lid FROM new_items) FOR KEY SHARE;
-  IF EXISTS (SELECT 1 FROM (SELECT DISTINCT lid FROM new_items) n WHERE NOT EXISTS (SELECT 1 FROM lists l WHERE l.lid = n.lid)) THEN
+  SELECT array_agg(DISTINCT lid) INTO lids FROM new_items;
+  IF lids IS NULL THEN
+    RETURN NULL;
+  END IF;
+  -- a list deleted meanwhile is not locked, so it is not counted
+  PERFORM 1 FROM lists WHERE lid = ANY(lids) FOR KEY SHARE;
+  GET DIAGNOSTICS found = ROW_COUNT;
+  IF found < cardinality(lids) THEN
     RAISE foreign_key_violation USING MESSAGE = 'list_items.lid names no list', CONSTRAINT = 'list_items_lid_fkey', TABLE = 'list_items';
   END IF;
   RETURN NULL;
