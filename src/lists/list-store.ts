@@ -384,7 +384,9 @@ export type StoreItem = ListItem & { doc?: DocRef | null };
  * jsonb version 1 and its JSON text), the trailer at `take()`.
  */
 class CopyRows {
-  private buf = Buffer.allocUnsafe(64 * 1024);
+  private buf: Buffer = Buffer.allocUnsafe(64 * 1024);
+  private inFlight: Buffer | undefined;
+  private spare: Buffer | undefined;
   private length = 0;
   rows = 0;
   private readonly lid = Buffer.alloc(16);
@@ -440,14 +442,26 @@ class CopyRows {
     this.rows++;
   }
 
-  /** The COPY data so far with its trailer; the next rows start a new one. */
+  /**
+   * The COPY data so far with its trailer; the next rows start a new one, in
+   * the buffer given back by `sent()` when there is one (two buffers in turn,
+   * not a new one per chunk).
+   */
   take(): Buffer {
     this.ensure(2);
     this.length = this.buf.writeInt16BE(-1, this.length);
     const out = this.buf.subarray(0, this.length);
-    this.buf = Buffer.allocUnsafe(this.buf.length);
+    this.inFlight = this.buf;
+    this.buf = this.spare ?? Buffer.allocUnsafe(this.buf.length);
+    this.spare = undefined;
     this.start();
     return out;
+  }
+
+  /** The COPY of the last `take()` has finished: its buffer may be written again. */
+  sent(): void {
+    this.spare = this.inFlight;
+    this.inFlight = undefined;
   }
 }
 
@@ -480,6 +494,7 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
   };
   const flush = async () => {
     if (inFlight) await inFlight;
+    copyRows.sent();
     if (copy) {
       if (copyRows.rows > 0) send(copy(COPY_ITEMS, copyRows.take()));
     } else if (pending.length > 0) {
