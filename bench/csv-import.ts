@@ -27,7 +27,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { parse } from 'csv-parse';
 import pg from 'pg';
-import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procMemory, RssSampler, spawnServer } from './lib.js';
+import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procCpuSeconds, procMemory, RssSampler, spawnServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -100,6 +100,49 @@ function postFile(url: string, token: string, file: string): Promise<{ status: n
   });
 }
 
+/**
+ * CPU of the server's PostgreSQL backends over the run: the backends are
+ * looked up (application_name = the schema) before, every 250 ms during and
+ * after the run, each one's CPU read from /proc at every look; a backend
+ * that existed before counts from its CPU then, a new one from zero, one
+ * that ended counts up to its last reading.
+ */
+class BackendCpu {
+  private readonly seen = new Map<number, { base: number; last: number }>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> = Promise.resolve();
+  constructor(private readonly db: pg.Client, private readonly appName: string) {}
+  private async poll(first: boolean): Promise<void> {
+    const { rows } = await this.db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [this.appName]);
+    for (const { pid } of rows) {
+      const now = procCpuSeconds(pid);
+      if (now === undefined) continue;
+      const entry = this.seen.get(pid);
+      if (entry) entry.last = now;
+      else this.seen.set(pid, { base: first ? now : 0, last: now });
+    }
+    for (const [pid, entry] of this.seen) {
+      const now = procCpuSeconds(pid);
+      if (now !== undefined) entry.last = now;
+    }
+  }
+  async start(): Promise<this> {
+    await this.poll(true);
+    this.timer = setInterval(() => {
+      this.polling = this.polling.then(() => this.poll(false)).catch(() => undefined);
+    }, 250);
+    return this;
+  }
+  async stop(): Promise<number> {
+    clearInterval(this.timer);
+    await this.polling;
+    await this.poll(false);
+    let total = 0;
+    for (const { base, last } of this.seen.values()) total += last - base;
+    return total;
+  }
+}
+
 async function service(file: string, compiledDir: string | undefined) {
   const nodeArgs = args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-dir']}`] : [];
   const server = await startServer(compiledDir, nodeArgs);
@@ -109,11 +152,15 @@ async function service(file: string, compiledDir: string | undefined) {
   try {
     const before = procMemory(pid)!;
     const sampler = new RssSampler(pid, 50).start();
+    const backends = await new BackendCpu(db, schema).start();
+    const node0 = procCpuSeconds(pid) ?? NaN;
     const cpu0 = machineCpu();
     const start = process.hrtime.bigint();
     const res = await postFile(target === 'tasks' ? `${url}/v1/services/demo/tasks` : `${url}/v1/lists`, token, file);
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
     const cpu1 = machineCpu();
+    const nodeSeconds = (procCpuSeconds(pid) ?? NaN) - node0;
+    const pgSeconds = await backends.stop();
     sampler.stop();
     const after = procMemory(pid)!;
     if (res.status !== 200) throw new Error(`POST answered ${res.status}: ${res.body.slice(0, 500)}`);
@@ -123,6 +170,9 @@ async function service(file: string, compiledDir: string | undefined) {
       seconds, rowsPerSecond: rows / seconds, items: counted[0]!.n,
       rssBeforeMiB: before.rss / MiB, rssPeakMiB: Math.max(sampler.peak, after.rss) / MiB, rssAfterMiB: after.rss / MiB, hwmMiB: after.hwm / MiB,
       rssSamples: sampler.samples, busyCores: busyCores(cpu0, cpu1),
+      // CPU seconds over the run and per 1,000 rows: the server's node process and its PostgreSQL backends
+      nodeCpuSeconds: nodeSeconds, pgCpuSeconds: pgSeconds,
+      nodeCpuMsPer1kRows: (nodeSeconds * 1e6) / rows, pgCpuMsPer1kRows: (pgSeconds * 1e6) / rows,
     };
   } finally {
     await db.end();
@@ -147,6 +197,7 @@ try {
     [`service: one ${target === 'tasks' ? 'task' : 'list'} (POST text/csv, ${mode})`, fmt(ours.seconds, 2), fmt(ours.rowsPerSecond, 0), fmt(ours.rssPeakMiB, 0)],
   ]);
   console.log(`ratio service / csv-parse: ${fmt(ratio, 2)} (target >= 0.5); server peak RSS ${fmt(ours.rssPeakMiB, 0)} MiB (VmHWM ${fmt(ours.hwmMiB, 0)} MiB; target < 300)`);
+  console.log(`CPU per 1,000 rows: server node ${fmt(ours.nodeCpuMsPer1kRows, 2)} ms, PostgreSQL backends ${fmt(ours.pgCpuMsPer1kRows, 2)} ms (${fmt(ours.nodeCpuSeconds, 2)} s / ${fmt(ours.pgCpuSeconds, 2)} s); machine busy ${fmt(ours.busyCores, 2)} cores; load average ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
   console.log(JSON.stringify({ bench: 'csv-import', rows, target, server: mode, sizeMiB, floor, service: ours, ratio, loadavgBefore: load0, loadavgAfter: os.loadavg() }));
 } finally {
   compiled?.cleanup();

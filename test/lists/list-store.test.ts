@@ -155,6 +155,28 @@ for (const [driver, open] of bothDrivers()) {
       expect(last[0]!.doc_sid).toBe('store');
     });
 
+    it('a streamed import keeps every character of hrefs and metadata (COPY binary on PostgreSQL)', async () => {
+      const list = await newList();
+      const uuid = '0B1C2D3E-0000-4000-8000-00000000000A';
+      const odd: ListItem[] = [
+        { href: `/v1/services/st%C3%B6re/repo/${uuid}`, metadata: { t: 'tab\there', n: 'line\nbreak\r\n', b: 'back\\slash \\N', q: '"quoted", \'single\'' } },
+        { href: 'https://example.com/a\tb?x=1&y=ü', metadata: { emoji: '😀 ünïcödé 中文', empty: '', deep: { a: { b: ['x', 1, null, true] } } } },
+        { href: `/services/${'s'.repeat(300)}/repo/${randomUUID()}`, metadata: {} },
+      ];
+      async function* stream() {
+        yield* odd;
+      }
+      expect(await db.transaction((tx) => store.insertItemsFrom(tx, list.lid.toUpperCase(), stream()))).toBe(3);
+      const rows = await store.pageItems(db, list.lid, { offset: 0, limit: 10, sort: [] });
+      expect(rows.map((r) => ({ href: r.href, metadata: r.metadata }))).toEqual(odd);
+      expect(rows.map((r) => r.position)).toEqual([0, 1, 2]);
+      expect(rows[0]).toMatchObject({ lid: list.lid, doc_sid: 'störe', doc_uuid: uuid.toLowerCase() });
+      expect(rows[1]).toMatchObject({ doc_sid: null, doc_uuid: null });
+      expect(rows[2]!.doc_sid).toBe('s'.repeat(300));
+      for (const r of rows) expect(r.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(new Set(rows.map((r) => r.id)).size).toBe(3);
+    });
+
     it('a failing stream leaves nothing behind', async () => {
       const list = await newList();
       await expect(db.transaction(async (tx) => {
@@ -164,6 +186,37 @@ for (const [driver, open] of bothDrivers()) {
       await expect(db.transaction((tx) => store.insertItemsFrom(tx, list.lid, generate(3000, 2999), 1000))).rejects.toThrow('bad row');
       expect(await store.countItems(db, list.lid)).toBe(0);
       expect((await store.getList(db, list.lid))!.item_count).toBe(0);
+    });
+
+    it('items must name an existing list; deleting a list deletes its items; a referenced lid cannot change (migration 010)', async () => {
+      const insert = (lid: string) => db.query(
+        `INSERT INTO list_items (id, lid, position, href) SELECT gen_random_uuid(), $1, g, '/doc' FROM generate_series(0, 2) g`, [lid]);
+      await expect(insert(randomUUID())).rejects.toMatchObject({ code: '23503', constraint: 'list_items_lid_fkey' });
+      const list = await newList();
+      const other = await newList();
+      await insert(list.lid);
+      // one statement naming a list that exists and one that does not fails whole
+      await expect(db.query(
+        `INSERT INTO list_items (id, lid, position, href) VALUES (gen_random_uuid(), $1, 9, '/doc'), (gen_random_uuid(), $2, 0, '/doc')`,
+        [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
+      expect(await store.countItems(db, list.lid)).toBe(3);
+      await expect(db.query('UPDATE list_items SET lid = $2 WHERE lid = $1', [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
+      await db.query('UPDATE list_items SET lid = $2 WHERE lid = $1 AND position = 0', [list.lid, other.lid]);
+      expect(await store.countItems(db, other.lid)).toBe(1);
+      await expect(db.query('UPDATE lists SET lid = $2 WHERE lid = $1', [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
+      const empty = await newList();
+      await db.query('UPDATE lists SET lid = $2 WHERE lid = $1', [empty.lid, randomUUID()]);
+      expect(await store.deleteList(db, list.lid)).toBe(true);
+      expect(await store.countItems(db, list.lid)).toBe(0);
+      expect(await store.countItems(db, other.lid)).toBe(1);
+    });
+
+    it('finds the items naming a document through the document index', async () => {
+      const list = await newList();
+      const uuid = randomUUID();
+      await store.appendItems(db, list.lid, [{ href: `/v1/services/store/repo/${uuid}`, metadata: {} }, ...items(3)]);
+      const { rows } = await db.query<{ lid: string }>('SELECT lid FROM list_items WHERE doc_uuid = ANY($1::uuid[])', [[uuid, randomUUID()]]);
+      expect(rows).toEqual([{ lid: list.lid }]);
     });
   });
 }

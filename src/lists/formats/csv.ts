@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { CsvError, type Options, parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
 import { invalidCsv, listTooLarge } from './format-errors.js';
-import { type ListLimits, type ListSource, type ParsedList, type ParsedListItem, headerNotReady } from './list-document.js';
+import { type ListLimits, type ListSource, type ParsedList, type ParsedListItem, fromBatches, headerNotReady } from './list-document.js';
 import { MetadataBuilder, flatten, joinPath, splitPath } from './metadata-paths.js';
 
 /**
@@ -102,13 +102,18 @@ function fromCsvError(err: CsvError, header: readonly string[], limits: ListLimi
   });
 }
 
-/** Parses a CSV list as it streams in. The source is unpiped (not destroyed) when parsing stops. */
+/**
+ * Parses a CSV list as it streams in. The items come in arrays, one per
+ * stretch of input the parser had ready (`ItemBatches`), so a large body
+ * costs no promise per row. The source is unpiped (not destroyed) when
+ * parsing stops.
+ */
 export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
   let name: string | undefined;
   let listMeta: MetadataBuilder | undefined;
   let done = false;
 
-  async function* items(): AsyncGenerator<ParsedListItem> {
+  async function* batches(): AsyncGenerator<ParsedListItem[]> {
     const options = {
       bom: true,
       skip_empty_lines: true,
@@ -120,39 +125,68 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
     };
     // the typings know neither `raw: true` records nor the stream options csv-parse hands to its Transform
     const parser = parse(options as Options);
+    let failure: unknown;
+    const onError = (err: unknown) => {
+      failure ??= err;
+    };
+    parser.on('error', onError);
     const onSourceError = (err: Error) => parser.destroy(err);
     source.on('error', onSourceError);
     source.pipe(parser);
+    // wakes the loop below when the parser has records, has ended or failed (only ever awaited right after read() found nothing)
+    let wake: (() => void) | undefined;
+    const onEvent = () => wake?.();
+    parser.on('readable', onEvent);
+    parser.on('end', onEvent);
+    parser.on('error', onEvent);
+    parser.on('close', onEvent);
     let header: string[] | undefined;
     let columns: Column[] = [];
     let row = 0;
     let count = 0;
     const list = new MetadataBuilder(limits.maxKeys);
     try {
-      const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string }>;
+      // A bad row ends the batch: the items before it are handed over first, so
+      // a consumer's own check of an earlier item (an href) still reports first.
+      let rowError: unknown;
       for (;;) {
-        let next: IteratorResult<{ record: string[]; raw: string }>;
+        const batch: ParsedListItem[] = [];
+        let next: { record: string[]; raw: string } | null;
         try {
-          next = await records.next();
+          while ((next = parser.read() as { record: string[]; raw: string } | null) !== null) {
+            row++;
+            if (!header) {
+              header = next.record;
+              columns = readHeader(header, limits);
+              continue;
+            }
+            const fields = markQuotedEmpties(next.record, next.raw);
+            const item = readRow(fields, columns, header, row, list, limits);
+            if (item.name !== undefined) {
+              if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });
+              name = item.name;
+            }
+            if (item.href === undefined) continue;
+            if (++count > limits.maxItems) throw listTooLarge(limits.maxItems);
+            batch.push({ href: item.href, metadata: item.metadata, at: { row } });
+          }
         } catch (err) {
-          throw err instanceof CsvError ? fromCsvError(err, header ?? [], limits) : err;
+          rowError = err;
         }
-        if (next.done) break;
-        row++;
-        if (!header) {
-          header = next.value.record;
-          columns = readHeader(header, limits);
+        if (batch.length > 0) {
+          yield batch;
+          if (rowError !== undefined) throw rowError;
+          // events may have fired while the consumer had the batch: read again before waiting
           continue;
         }
-        const fields = markQuotedEmpties(next.value.record, next.value.raw);
-        const item = readRow(fields, columns, header, row, list, limits);
-        if (item.name !== undefined) {
-          if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });
-          name = item.name;
-        }
-        if (item.href === undefined) continue;
-        if (++count > limits.maxItems) throw listTooLarge(limits.maxItems);
-        yield { href: item.href, metadata: item.metadata, at: { row } };
+        if (rowError !== undefined) throw rowError;
+        if (failure !== undefined) throw failure instanceof CsvError ? fromCsvError(failure, header ?? [], limits) : failure;
+        if (parser.readableEnded) break;
+        if (parser.destroyed) throw new Error('the CSV parser stopped before the end of the input');
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
       }
       if (!header) throw invalidCsv('row 1: the body is empty; a header row with item.href is required', { row: 1, column: 'item.href' });
       listMeta = list;
@@ -160,12 +194,16 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
     } finally {
       source.off('error', onSourceError);
       source.unpipe(parser);
+      parser.off('readable', onEvent);
+      parser.off('end', onEvent);
+      parser.off('error', onEvent);
+      parser.off('close', onEvent);
       parser.destroy();
     }
   }
 
   return {
-    items: items(),
+    items: fromBatches(batches()),
     header: () => (done ? { ...(name !== undefined ? { name } : {}), metadata: listMeta!.root } : headerNotReady()),
   };
 }

@@ -69,5 +69,5 @@ export async function writeList(format: ListFormat, list: ListSource): Promise<R
   return writeJson(list);
 }
 
-export { collectList, DEFAULT_LIST_LIMITS } from './list-document.js';
-export type { ItemLocation, ListHeader, ListItem, ListLimits, ListSource, Metadata, ParsedList, ParsedListItem } from './list-document.js';
+export { batchesOf, collectList, DEFAULT_LIST_LIMITS, fromBatches } from './list-document.js';
+export type { ItemBatches, ItemLocation, ListHeader, ListItem, ListLimits, ListSource, Metadata, ParsedList, ParsedListItem } from './list-document.js';

@@ -81,6 +81,42 @@ export async function collectList(parsed: ParsedList): Promise<ListHeader & { it
   return { ...parsed.header(), items };
 }
 
+/**
+ * An item stream that can also hand its items over in arrays, as they
+ * arrive: a large import reads those (`batchesOf`), which costs no promise
+ * per item. Iterating it item by item yields the same items once.
+ */
+export interface ItemBatches<T> extends AsyncIterable<T> {
+  batches(): AsyncIterable<T[]>;
+}
+
+/** The stream whose `batches()` is `batches` (read once) and whose items are theirs, in order. */
+export function fromBatches<T>(batches: AsyncIterable<T[]>): ItemBatches<T> {
+  return {
+    batches: () => batches,
+    async *[Symbol.asyncIterator]() {
+      for await (const batch of batches) yield* batch;
+    },
+  };
+}
+
+/** A stream's items in arrays: its own batches when it has them, else arrays of up to `size` items. */
+export async function* batchesOf<T>(items: AsyncIterable<T>, size = 1000): AsyncGenerator<T[]> {
+  if (typeof (items as Partial<ItemBatches<T>>).batches === 'function') {
+    yield* (items as ItemBatches<T>).batches();
+    return;
+  }
+  let batch: T[] = [];
+  for await (const item of items) {
+    batch.push(item);
+    if (batch.length >= size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
 /** Fails a `header()` call made before the items were read to the end. */
 export function headerNotReady(): never {
   throw new Error('the list header is known only after its items were read to the end');

@@ -83,5 +83,7 @@ export class MetadataBuilder {
 }
 
 function define(target: Metadata, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  // an assignment is several times faster; only "__proto__" would run a setter instead of making a key
+  if (key !== '__proto__') target[key] = value;
+  else Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }

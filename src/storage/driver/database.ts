@@ -25,12 +25,12 @@ export interface Tx extends Sql {
   /** Calls `fn` once the transaction has committed (never after a rollback); its errors are ignored. */
   afterCommit(fn: () => void): void;
   /**
-   * Runs `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text
-   * format (tab-separated, `\N` for null, one row per line); resolves with the
+   * Runs `COPY <table> (<columns>) FROM STDIN` with `data` (a string, or its
+   * UTF-8 bytes) in COPY's text format (tab-separated, `\N` for null, one row per line); resolves with the
    * number of rows. Bulk loads only; drivers without it (PGlite) leave it out
    * and callers fall back to multi-row INSERTs.
    */
-  copyFrom?(statement: string, data: string): Promise<number>;
+  copyFrom?(statement: string, data: string | Buffer): Promise<number>;
 }
 
 /** True when `sql` is a transaction (it has `afterCommit`), not the autocommitting database. */

@@ -138,7 +138,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
  * rejects with pg's error, SQLSTATE in `code`, for `sql-errors.ts`; the
  * client stays usable (its next statement waits for ReadyForQuery).
  */
-function copyIn(client: pg.PoolClient, statement: string, data: string): Promise<number> {
+function copyIn(client: pg.PoolClient, statement: string, data: string | Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
     let rows = 0;
     const submittable = {
@@ -146,7 +146,7 @@ function copyIn(client: pg.PoolClient, statement: string, data: string): Promise
         connection.query(statement);
       },
       handleCopyInResponse(connection: { sendCopyFromChunk(b: Buffer): void; endCopyFrom(): void }) {
-        connection.sendCopyFromChunk(Buffer.from(data, 'utf8'));
+        connection.sendCopyFromChunk(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
         connection.endCopyFrom();
       },
       handleCommandComplete(msg: { text?: string }) {

@@ -7,6 +7,7 @@ import { m006Tasks } from './006-tasks.js';
 import { m007TaskItemStates } from './007-task-item-states.js';
 import { m008Lists } from './008-lists.js';
 import { m009Print } from './009-print.js';
+import { m010ListItemIngest } from './010-list-item-ingest.js';
 import { m013OutboxRowTrigger } from './013-outbox-row-trigger.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
@@ -26,4 +27,4 @@ export interface Migration {
 }
 
 /** Every migration, in order. Never edit one that has shipped: add a new one. */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m013OutboxRowTrigger];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger];

@@ -213,6 +213,10 @@ describe('CSV and RList create bodies', () => {
       ['text/csv', 'item.href,colour\nhttps://example.com/a,red\n', 'INVALID_CSV', { row: 1, column: 'colour' }],
       ['text/csv', badRow, 'INVALID_CSV', { row: 2502 }],
       ['text/csv', 'item.href,item.metadata.name\nhttps://example.com/a,A\nftp://h/b,B\n', 'INVALID_HREF', { row: 3, column: 'item.href' }],
+      // the first bad row of the body is the one reported, whichever check finds it
+      ['text/csv', 'item.href,item.metadata.name\nftp://h/b,B\nhttps://example.com/a,"unterminated\n', 'INVALID_HREF', { row: 2, column: 'item.href' }],
+      ['text/csv', 'item.href,item.metadata.name\nftp://h/b,B\n,C\n', 'INVALID_HREF', { row: 2, column: 'item.href' }],
+      ['text/csv', 'item.href,item.metadata.name\n,C\nftp://h/b,B\n', 'INVALID_CSV', { row: 2, column: 'item.href' }],
       ['application/rli', '[DOCUMENT_1]\r\nHREF="https://example.com/1"\r\n[DOCUMENT_2]\r\nNAME="no href"\r\n', 'INVALID_RLIST', { section: 'DOCUMENT_2', key: 'HREF' }],
       ['application/rli', '[DOCUMENT_1\r\nHREF="https://example.com/1"\r\n', 'INVALID_RLIST', {}],
       ['application/rli', '[DOCUMENT_1]\r\nHREF="c:\\\\local\\\\file.pdf"\r\n', 'INVALID_HREF', { section: 'DOCUMENT_1', key: 'HREF' }],
