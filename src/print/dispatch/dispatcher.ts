@@ -175,7 +175,7 @@ export class Dispatcher {
     let failure: PrintDeliveryError | undefined;
     try {
       const backend = printBackendFor(printer.connection, { log: this.deps.log, ...this.deps.backend });
-      const content = createReadStream(blobs.pathOf(doc.sha256), { highWaterMark: 256 * 1024 });
+      const content = blobs.reader(doc.sha256, doc.size);
       ack = await backend.send({
         // the queue position names the delivery: a repeated job is a new delivery, a retry the same one
         jobId: `${job.id}-${job.seq}`,
