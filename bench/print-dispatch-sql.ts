@@ -2,11 +2,16 @@
  * The dispatch engine's SQL alone: PostgreSQL backend CPU and client CPU per
  * drained job, one connection, no devices, no Redis. Drains `--jobs` waiting
  * jobs over `--printers` printers with the engine's own statements
- * (`claimNext`, then `deliveredAndNext` until the printer is empty), so what
- * one delivered job costs the database can be compared between variants of
- * the SQL without the noise of the whole benchmark.
+ * (`claimNext`, then `deliveredAndNext` until the printer is empty, or with
+ * `--batch n` every printer in flight at once and `deliveredAndNextMany` over
+ * n printers a statement, as OutcomeBatcher does under load), so what one
+ * delivered job costs the database can be compared between variants of the
+ * SQL without the noise of the whole benchmark. `--explain` prints the
+ * generic plan of `deliveredAndNext` (EXPLAIN ANALYZE, rolled back) after
+ * the first round; `--pause ms` waits before each timed drain (to attach
+ * `perf record -p <backend pid>`; the pid is printed).
  *
- * Run: npx tsx bench/print-dispatch-sql.ts [--jobs 4000 --printers 20 --explain]
+ * Run: npx tsx bench/print-dispatch-sql.ts [--jobs 4000 --printers 20 --rounds 2 --batch 0 --explain]
  * Needs PostgreSQL (127.0.0.1:5432, db test).
  */
 import { parseArgs } from 'node:util';
@@ -25,6 +30,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     // 0: deliveredAndNext per job; n: deliveredAndNextMany over up to n printers at a time
     batch: { type: 'string', default: '0' },
+    explain: { type: 'boolean', default: false },
+    pause: { type: 'string', default: '0' },
   },
 });
 const JOBS = Number(args.jobs);
@@ -48,7 +55,7 @@ try {
     await db.query(`INSERT INTO print_logs (job_id, printer, text) SELECT id, printer, 'submitted' FROM print_jobs WHERE status = 'waitprocessing'`);
     await db.exec('VACUUM ANALYZE print_jobs');
     await db.exec('VACUUM ANALYZE print_logs');
-    if (process.env.PAUSE) await new Promise((r) => setTimeout(r, Number(process.env.PAUSE)));
+    if (Number(args.pause) > 0) await new Promise((r) => setTimeout(r, Number(args.pause)));
     const pg0 = procCpuSeconds(pid)!;
     const node0 = process.cpuUsage();
     const t0 = performance.now();
@@ -80,19 +87,19 @@ try {
       }
     }
     const ms = performance.now() - t0;
-    if (process.env.EXPLAIN) {
+    if (args.explain && round === 0) {
       // one more job per printer, then the statement explained (rolled back)
       await db.query(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, priority)
         SELECT 'waitprocessing', 'p0', 'bench', 'x' || i, 'application/octet-stream', 1, md5(i::text) || md5(i::text), 10 FROM generate_series(1, 2) i`);
       const step = await db.transaction((tx) => claimNext(tx, outbox, 'p0'));
       if (step.kind !== 'deliver') throw new Error('nothing claimed');
+      // the statement's text and parameters, caught on a transaction that is rolled back
       let seen: { text: string; params: readonly unknown[] } | undefined;
-      const spy = { ...db, query: async (text: string, params?: readonly unknown[]) => { seen = { text, params: params ?? [] }; return db.query(text, params); } } as typeof db;
       await db.transaction(async (tx) => {
-        await tx.query('SELECT 1');
-        await deliveredAndNext({ ...spy, query: (t: string, p?: readonly unknown[]) => { seen = { text: t, params: p ?? [] }; return tx.query(t, p); } } as typeof db, step.job, 'ok', true);
+        const spy = { ...tx, query: (t: string, p?: readonly unknown[]) => { seen = { text: t, params: p ?? [] }; return tx.query(t, p); } } as typeof tx;
+        await deliveredAndNext(spy, step.job, 'ok', true);
         throw new Error('rollback');
-      }).catch(() => undefined);
+      }).catch((err: Error) => { if (err.message !== 'rollback') throw err; });
       await db.transaction(async (tx) => {
         await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan`);
         await tx.exec(`PREPARE x AS ${seen!.text}`);
