@@ -41,6 +41,45 @@ const tag = `bench_sql_${Date.now().toString(36)}_${Math.random().toString(36).s
 
 const db = await openPostgres({ url: DB_URL, schema: tag, poolSize: 1 });
 const outbox = createOutbox();
+/**
+ * EXPLAIN ANALYZE of the generic plan of one outcome-and-next statement (one
+ * printer, or with `batch` > 0 two printers in one statement), on one more
+ * job per printer, rolled back.
+ */
+async function explain(batch: number): Promise<void> {
+  const printers = batch > 0 ? ['p0', 'p1'] : ['p0'];
+  const inFlight: PrintJobRow[] = [];
+  for (const p of printers) {
+    await db.query(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, priority)
+      SELECT 'waitprocessing', $1, 'bench', 'x' || i, 'application/octet-stream', 1, md5(i::text) || md5(i::text), 10 FROM generate_series(1, 2) i`, [p]);
+    const step = await db.transaction((tx) => claimNext(tx, outbox, p));
+    if (step.kind !== 'deliver') throw new Error('nothing claimed');
+    inFlight.push(step.job);
+  }
+  // the statement's text and parameters, caught on a transaction that is rolled back
+  let seen: { text: string; params: readonly unknown[] } | undefined;
+  const rollback = (err: Error) => {
+    if (err.message !== 'rollback') throw err;
+  };
+  await db.transaction(async (tx) => {
+    const spy = { ...tx, query: (t: string, p?: readonly unknown[]) => { seen = { text: t, params: p ?? [] }; return tx.query(t, p); } } as typeof tx;
+    if (batch > 0) await deliveredAndNextMany(spy, inFlight.map((job) => ({ job, message: 'ok', touchPrinter: true })));
+    else await deliveredAndNext(spy, inFlight[0]!, 'ok', true);
+    throw new Error('rollback');
+  }).catch(rollback);
+  await db.transaction(async (tx) => {
+    await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan');
+    await tx.exec(`PREPARE x AS ${seen!.text}`);
+    // a utility statement takes no parameters: the values as literals (arrays as array literals)
+    const quote = (v: unknown) => `'${String(v).replace(/'/g, "''")}'`;
+    const element = (v: unknown) => `"${String(v).replace(/["\\]/g, (c) => `\\${c}`)}"`;
+    const lit = (v: unknown) => (v === null || v === undefined ? 'NULL' : Array.isArray(v) ? quote(`{${v.map(element).join(',')}}`) : quote(v));
+    const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE x(${seen!.params.map(lit).join(', ')})`);
+    console.log(rows.map((r) => r['QUERY PLAN']).join('\n'));
+    throw new Error('rollback');
+  }).catch(rollback);
+}
+
 try {
   await migrate(db);
   const names = Array.from({ length: PRINTERS }, (_, i) => `p${i}`);
@@ -87,31 +126,10 @@ try {
       }
     }
     const ms = performance.now() - t0;
-    if (args.explain && round === 0) {
-      // one more job per printer, then the statement explained (rolled back)
-      await db.query(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, priority)
-        SELECT 'waitprocessing', 'p0', 'bench', 'x' || i, 'application/octet-stream', 1, md5(i::text) || md5(i::text), 10 FROM generate_series(1, 2) i`);
-      const step = await db.transaction((tx) => claimNext(tx, outbox, 'p0'));
-      if (step.kind !== 'deliver') throw new Error('nothing claimed');
-      // the statement's text and parameters, caught on a transaction that is rolled back
-      let seen: { text: string; params: readonly unknown[] } | undefined;
-      await db.transaction(async (tx) => {
-        const spy = { ...tx, query: (t: string, p?: readonly unknown[]) => { seen = { text: t, params: p ?? [] }; return tx.query(t, p); } } as typeof tx;
-        await deliveredAndNext(spy, step.job, 'ok', true);
-        throw new Error('rollback');
-      }).catch((err: Error) => { if (err.message !== 'rollback') throw err; });
-      await db.transaction(async (tx) => {
-        await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan`);
-        await tx.exec(`PREPARE x AS ${seen!.text}`);
-        const lit = (v: unknown) => (v === null || v === undefined ? 'NULL' : `'${String(v).replace(/'/g, "''")}'`);
-        const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE x(${seen!.params.map(lit).join(', ')})`);
-        console.log(rows.map((r) => r['QUERY PLAN']).join('\n'));
-        throw new Error('rollback');
-      }).catch((err: Error) => { if (err.message !== 'rollback') throw err; });
-    }
     const node = process.cpuUsage(node0);
     const pgMs = (procCpuSeconds(pid)! - pg0) * 1000;
     console.log(`round ${round}: ${done} jobs, ${fmt(ms / done, 3)} ms/job wall, PG CPU ${fmt(pgMs / done, 3)} ms/job, client CPU ${fmt((node.user + node.system) / 1000 / done, 3)} ms/job`);
+    if (args.explain && round === 0) await explain(BATCH);
   }
 } finally {
   await db.close();
