@@ -18,11 +18,12 @@
  *
  * The printers are TCP sinks in a child process (bench/sink-server.ts).
  *
- * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096]
+ * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096 --bare on|off --profile-dir DIR]
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,6 +48,10 @@ const { values: args } = parseArgs({
     printers: { type: 'string', default: '20' },
     bytes: { type: 'string', default: '4096' },
     clients: { type: 'string', default: '20' },
+    // writes engine-<phase>.cpuprofile (the bench process: worker runtime and submitting clients) per engine phase
+    'profile-dir': { type: 'string' },
+    // 'off': the engine only (quick comparisons of CPU per job; no ratio)
+    bare: { type: 'string', default: 'on' },
   },
 });
 const JOBS = Number(args.jobs);
@@ -145,14 +150,32 @@ function pgCpuMeter(db: pg.Client | undefined, appName: string) {
   };
 }
 
+/** With --profile-dir: a V8 CPU profile of this process around `fn`, written as engine-<phase>.cpuprofile. */
+async function profiled(phase: string, fn: () => Promise<void>): Promise<void> {
+  const dir = args['profile-dir'];
+  if (!dir) return fn();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, `engine-${phase}.cpuprofile`), JSON.stringify(profile));
+  }
+}
+
 /** Wall time, rate, machine-wide busy cores, and CPU per job of this process and of the engine's PostgreSQL backends. */
-const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: string }) => {
+const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: string }, phase?: string) => {
   const meter = pgCpuMeter(pgApp?.db, pgApp?.name ?? '');
   await meter.ready();
   const cpu = machineCpu();
   const own0 = procCpuSeconds(process.pid) ?? NaN;
   const t0 = performance.now();
-  await fn();
+  await (phase ? profiled(phase, fn) : fn());
   const s = (performance.now() - t0) / 1000;
   const own1 = procCpuSeconds(process.pid) ?? NaN;
   const pgSeconds = await meter.stop();
@@ -198,17 +221,17 @@ async function engine() {
       await withClients(JOBS, CLIENTS, submit);
       submitted = (performance.now() - t0) / 1000;
       await waitReceived(sinks, JOBS);
-    }, pgApp);
+    }, pgApp, 'e2e');
     await s.db.query('UPDATE printers SET paused = true');
     // submission alone: the printers are paused, so nothing is dispatched meanwhile
-    const submitOnly = await timed(() => withClients(JOBS, CLIENTS, (n) => submit(JOBS + n)), pgApp);
+    const submitOnly = await timed(() => withClients(JOBS, CLIENTS, (n) => submit(JOBS + n)), pgApp, 'submit');
     const drain = await timed(async () => {
       await s.db.query('UPDATE printers SET paused = false');
       await s.db.transaction(async (tx) => {
         for (const p of names) await s.outbox.add(tx, 'print.dispatch', { printer: p });
       });
       await waitReceived(sinks, 2 * JOBS);
-    }, pgApp);
+    }, pgApp, 'drain');
     const { rows } = await s.db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM print_jobs GROUP BY status');
     const overlaps = (await sinks.count()).maxConcurrent;
     return { e2e: { ...e2e, submittedPerSecond: JOBS / submitted }, submitOnly, drain, statuses: Object.fromEntries(rows.map((r) => [r.status, r.n])), maxPerPrinter: overlaps };
@@ -271,16 +294,18 @@ async function bare() {
 
 const LOAD_BEFORE = os.loadavg();
 const e = await engine();
-const b = await bare();
+const b = args.bare === 'off' ? undefined : await bare();
+const nb = { e2e: { perSecond: NaN, cores: NaN, nodeCpuMsPerJob: NaN }, drain: { perSecond: NaN, cores: NaN, nodeCpuMsPerJob: NaN }, maxPerPrinter: NaN };
+const f = b ?? nb;
 printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'machine busy cores (engine / bare)', 'engine Node CPU ms/job', 'engine PG CPU ms/job', 'bare Node CPU ms/job'], [
-  ['end to end', fmt(e.e2e.perSecond, 0), fmt(b.e2e.perSecond, 0), fmt(e.e2e.perSecond / b.e2e.perSecond, 2), `${fmt(e.e2e.cores)} / ${fmt(b.e2e.cores)}`,
-    fmt(e.e2e.nodeCpuMsPerJob, 2), fmt(e.e2e.pgCpuMsPerJob, 2), fmt(b.e2e.nodeCpuMsPerJob, 2)],
-  ['drain', fmt(e.drain.perSecond, 0), fmt(b.drain.perSecond, 0), fmt(e.drain.perSecond / b.drain.perSecond, 2), `${fmt(e.drain.cores)} / ${fmt(b.drain.cores)}`,
-    fmt(e.drain.nodeCpuMsPerJob, 2), fmt(e.drain.pgCpuMsPerJob, 2), fmt(b.drain.nodeCpuMsPerJob, 2)],
+  ['end to end', fmt(e.e2e.perSecond, 0), fmt(f.e2e.perSecond, 0), fmt(e.e2e.perSecond / f.e2e.perSecond, 2), `${fmt(e.e2e.cores)} / ${fmt(f.e2e.cores)}`,
+    fmt(e.e2e.nodeCpuMsPerJob, 2), fmt(e.e2e.pgCpuMsPerJob, 2), fmt(f.e2e.nodeCpuMsPerJob, 2)],
+  ['drain', fmt(e.drain.perSecond, 0), fmt(f.drain.perSecond, 0), fmt(e.drain.perSecond / f.drain.perSecond, 2), `${fmt(e.drain.cores)} / ${fmt(f.drain.cores)}`,
+    fmt(e.drain.nodeCpuMsPerJob, 2), fmt(e.drain.pgCpuMsPerJob, 2), fmt(f.drain.nodeCpuMsPerJob, 2)],
 ]);
 console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
 console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, statement, outbox)`);
 console.log(`engine submissions with the printers paused: ${fmt(e.submitOnly.perSecond, 0)} jobs/s, Node CPU ${fmt(e.submitOnly.nodeCpuMsPerJob, 2)} ms/job, PG CPU ${fmt(e.submitOnly.pgCpuMsPerJob, 2)} ms/job`);
-console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${b.maxPerPrinter})`);
+console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${f.maxPerPrinter})`);
 console.log(JSON.stringify({ bench: 'print-dispatch', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
 process.exit(0);

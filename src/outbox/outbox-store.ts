@@ -43,26 +43,27 @@ export async function insertOutboxMany(sql: Sql, jobs: readonly { name: string; 
  * Runs one data-modifying statement (with its RETURNING list) and stores a job
  * in the same statement: both or neither, without a transaction and in one
  * round trip. A statement that changes no row (an UPDATE whose WHERE matched
- * nothing) stores no job either. The job's parameters follow the statement's. Returns the
- * statement's rows and the outbox row id (undefined when the job was there
- * already).
+ * nothing) stores no job either, nor does one whose `jobIf` is false. The job's parameters follow the statement's. Returns the
+ * statement's rows, the outbox row id (undefined when the job was there
+ * already or not wanted) and whether the job was wanted.
  */
 export async function withOutbox<R extends object>(
   sql: Sql, statement: FusedStatement, name: string, jobId: string, data: unknown, leaseSec: number | null,
-): Promise<{ rows: R[]; id: number | undefined }> {
+): Promise<{ rows: R[]; id: number | undefined; wanted: boolean }> {
   const n = statement.params.length;
-  const { rows } = await sql.query<R & { outbox_id: number | null }>(
+  const wanted = statement.jobIf ?? 'true';
+  const { rows } = await sql.query<R & { outbox_id: number | null; outbox_wanted: boolean }>(
     `WITH ${statement.with ? `RECURSIVE ${statement.with},` : ''} main AS (${statement.text}),${statement.also ? ` ${statement.also},` : ''}
      job AS (
        INSERT INTO outbox (name, job_id, data, claimed_until)
        SELECT $${n + 1}, $${n + 2}, $${n + 3}, CASE WHEN $${n + 4}::int IS NULL THEN NULL ELSE now() + make_interval(secs => $${n + 4}::int) END
-       WHERE EXISTS (SELECT 1 FROM main)
+       WHERE EXISTS (SELECT 1 FROM main) AND (${wanted})
        ON CONFLICT (job_id) DO NOTHING RETURNING id)
-     SELECT main.*, (SELECT id FROM job) AS outbox_id FROM main`,
+     SELECT main.*, (SELECT id FROM job) AS outbox_id, (${wanted}) AS outbox_wanted FROM main`,
     [...statement.params, name, jobId, JSON.stringify(data), leaseSec],
   );
   const id = rows[0]?.outbox_id ?? undefined;
-  return { rows: rows.map(({ outbox_id: _, ...row }) => row as unknown as R), id };
+  return { rows: rows.map(({ outbox_id: _, outbox_wanted: _w, ...row }) => row as unknown as R), id, wanted: rows[0]?.outbox_wanted ?? false };
 }
 
 /**

@@ -49,6 +49,12 @@ export interface FusedStatement {
   with?: string;
   /** Further data-modifying CTEs in the same statement, reading the statement's rows as `main` (a log line for the row). */
   also?: string;
+  /**
+   * A condition (may read the CTEs and `main`) without which the job is not
+   * wanted: when false, the statement's change is made and no job stored
+   * (a print job for a printer that is held: its resume wakes it).
+   */
+  jobIf?: string;
 }
 
 /** This process's relay, as the outbox sees it (src/outbox/relay.ts). */
@@ -115,8 +121,8 @@ export function createOutbox(local?: LocalRelay): Outbox {
     async addWith(sql, statement, name, data) {
       const payload = parseJob(name, data);
       const lease = local?.takesRows ? local.leaseSec : null;
-      const { rows, id } = await withOutbox(sql, statement, name, jobIdFor(name, payload), payload, lease);
-      handOver(sql, name, payload, id, lease);
+      const { rows, id, wanted } = await withOutbox(sql, statement, name, jobIdFor(name, payload), payload, lease);
+      if (wanted) handOver(sql, name, payload, id, lease);
       return rows as never;
     },
   };

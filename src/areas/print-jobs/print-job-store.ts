@@ -107,17 +107,23 @@ export async function submitTarget(sql: Sql, printer: string, flow: string | nul
  * redirect of it waits for the commit), walks the redirect chain from that
  * row and inserts the job on the chain's end, only if that is still
  * `target` (what the caller read before the document streamed in). No row
- * when the printer is gone or its chain ends elsewhere now.
+ * when the printer is gone or its chain ends elsewhere now. A job for a
+ * printer that is paused or disabled (and not redirected) stores no dispatch
+ * wake-up: the operation that releases it wakes it, and it waits for this
+ * share lock, so it commits after the job.
  */
 export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJob, 'printer' | 'redirectedFrom'>, log: string): FusedStatement {
   return {
-    with: `sent_to AS (SELECT name, redirect FROM printers WHERE name = $1 FOR SHARE), ${redirectChain('sent_to')}`,
+    with: `sent_to AS (SELECT name, redirect, paused, enabled FROM printers WHERE name = $1 FOR SHARE), ${redirectChain('sent_to')}`,
     text: `INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
          copies, priority, checkin, task, flow, retention_sec)
        SELECT $3, chain_end.name, CASE WHEN chain_end.name = $1 THEN NULL ELSE $1 END, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
          FROM ${CHAIN_END} WHERE chain_end.name = $2
        RETURNING *`,
     also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $17 FROM main)`,
+    // a printer held (paused, disabled) needs no wake-up: read under the share lock, so its resume or
+    // re-enabling (which wakes it) commits after this job and its run sees it
+    jobIf: 'NOT EXISTS (SELECT 1 FROM sent_to WHERE redirect IS NULL AND (paused OR NOT enabled))',
     params: [sentTo, target, j.status, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
       j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, logText(log)],
   };

@@ -90,7 +90,7 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string, opts: { l
   if (printer.paused) return { kind: 'idle', why: 'paused' };
   const { rows } = await tx.query<PrintJobRow & { due_in_ms: number }>(
     `SELECT *, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000))::int AS due_in_ms
-       FROM print_jobs WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
+       FROM print_jobs WHERE id = (SELECT id FROM (${WAITING_STATES.map((st) => head1(st)).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
         AND status IN ${WAITING} FOR UPDATE`, [name]);
   const head = rows[0];
   if (!head) return { kind: 'idle', why: 'no waiting jobs' };
@@ -123,7 +123,7 @@ if (!canJobMove('processing', 'processed')) throw new Error('JOB_TRANSITIONS no 
 const claimCtes = (after = 'true') => `p AS (SELECT name, connection, error FROM printers
        WHERE name = $1 AND redirect IS NULL AND enabled AND NOT paused AND ${after}),
      h AS (SELECT id, status, attempts FROM print_jobs
-       WHERE id = (SELECT id FROM (${WAITING_STATES.map(head1).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
+       WHERE id = (SELECT id FROM (${WAITING_STATES.map((st) => head1(st)).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
          AND status IN ${WAITING} AND ${after} FOR UPDATE),
      c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), attempts = j.attempts + 1
        FROM h, p
@@ -150,7 +150,7 @@ async function claimHead(tx: Sql, name: string): Promise<NextStep | undefined> {
  * DESC, seq) index; the best of the three is the printer's head: no sort of
  * the whole queue, however long it is.
  */
-const head1 = (status: string) => `(SELECT id, priority, seq FROM print_jobs WHERE printer = $1 AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
+const head1 = (status: string, printer = '$1') => `(SELECT id, priority, seq FROM print_jobs WHERE printer = ${printer} AND status = '${status}' ORDER BY priority DESC, seq LIMIT 1)`;
 
 /**
  * A delivered job's outcome and the printer's next hand-off as one
@@ -177,7 +177,8 @@ export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: stri
     `WITH lk AS (SELECT true AS locked FROM (SELECT pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, hashtext($1))) x),
      u AS (UPDATE print_jobs SET status = 'processed', updated = now(), finished = now(), message = $5, handoff_at = NULL,
          stages = CASE WHEN keep_tempfiles THEN stages ELSE '[]'::jsonb END
-       WHERE id = $2 AND status = 'processing' AND seq = $3 AND attempts = $4 AND handoff_at IS NOT NULL AND (SELECT locked FROM lk)
+       WHERE id = $2 AND (status, seq, attempts, handoff_at IS NOT NULL) IS NOT DISTINCT FROM ('processing', $3::bigint, $4::int, true)
+         AND (SELECT locked FROM lk)
        RETURNING id, printer),
      ul AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $6 FROM u),
      d AS (UPDATE printers SET last_printed = now(), error = NULL
@@ -188,6 +189,68 @@ export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: stri
     [job.printer, job.id, job.seq, job.attempts, message, logText(`delivered: ${message}`), touchPrinter]);
   const { delivered, ...claimed } = rows[0]!;
   return { delivered: delivered > 0, next: claimed.id ? deliverStep(job.printer, claimed as ClaimedRow) : undefined };
+}
+
+/** One delivered job of `deliveredAndNextMany`: the job this run handed off, the device's answer, whether to write `last_printed`. */
+export interface Delivered {
+  job: PrintJobRow;
+  message: string;
+  touchPrinter: boolean;
+}
+
+/**
+ * `deliveredAndNext` for several printers in one autocommitted statement
+ * (one round trip, one commit, one executor start for all of them; still
+ * committed synchronously before the caller sends a byte). At most one entry
+ * per printer. The dispatch locks are taken first, in the order of their
+ * keys, so two such statements never wait for each other in a cycle; then,
+ * per printer, the same guarded outcome, log line, throttled `last_printed`
+ * and hand-off of the head job as `deliveredAndNext`, with the same
+ * re-checks on the newest row versions. Results in the order of `items`.
+ */
+export async function deliveredAndNextMany(sql: Sql, items: readonly Delivered[]): Promise<{ delivered: boolean; next?: NextStep }[]> {
+  if (new Set(items.map((d) => d.job.printer)).size !== items.length) throw new Error('deliveredAndNextMany: one entry per printer');
+  const { rows } = await sql.query<ClaimedRow & { k: number; delivered: boolean }>(
+    `WITH i AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::boolean[])
+         WITH ORDINALITY AS i(printer, id, seq, attempts, message, log, touch, k)),
+     lk AS MATERIALIZED (SELECT count(pg_advisory_xact_lock(${DISPATCH_LOCK_CLASS}, key)) IS NOT NULL AS locked
+       FROM (SELECT DISTINCT hashtext(printer) AS key FROM i ORDER BY key) x),
+     u AS (UPDATE print_jobs j SET status = 'processed', updated = now(), finished = now(), message = i.message, handoff_at = NULL,
+         stages = CASE WHEN j.keep_tempfiles THEN j.stages ELSE '[]'::jsonb END
+       FROM i
+       WHERE j.id = i.id AND (j.status, j.seq, j.attempts, j.handoff_at IS NOT NULL) IS NOT DISTINCT FROM ('processing', i.seq, i.attempts, true)
+         AND (SELECT locked FROM lk)
+       RETURNING j.id, j.printer, i.log, i.touch),
+     ul AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', log FROM u),
+     d AS (UPDATE printers SET last_printed = now(), error = NULL
+       WHERE name IN (SELECT printer FROM u WHERE touch)
+         AND (last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL)),
+     p AS (SELECT name, connection, error FROM printers
+       WHERE name IN (SELECT printer FROM i) AND redirect IS NULL AND enabled AND NOT paused AND (SELECT locked FROM lk)),
+     h AS (SELECT j.id, j.status, j.attempts FROM p
+       CROSS JOIN LATERAL (SELECT id FROM (${WAITING_STATES.map((st) => head1(st, 'p.name')).join(' UNION ALL ')}) hd ORDER BY priority DESC, seq LIMIT 1) hd
+       JOIN print_jobs j ON j.id = hd.id
+       WHERE j.status IN ${WAITING} AND (SELECT locked FROM lk) FOR UPDATE OF j),
+     c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), attempts = j.attempts + 1
+       FROM h
+       WHERE j.id = h.id AND h.status IN ${DELIVERABLE}
+         AND NOT (h.status = 'postponed' AND j.next_attempt_at > now())
+         AND (j.flow IS NULL OR j.stages @> '[{"stage": "preprocessed"}]'::jsonb)
+       RETURNING j.*, h.status AS was, h.attempts AS had),
+     cl AS (INSERT INTO print_logs (job_id, printer, level, text)
+       SELECT c.id, c.printer, 'info', left(c.was || ' -> processing: handed to ' || p.connection
+         || CASE WHEN c.had > 0 THEN ' (attempt ' || (c.had + 1) || ')' ELSE '' END, ${LOG_TEXT_MAX}) FROM c JOIN p ON p.name = c.printer)
+     SELECT i.k, EXISTS (SELECT 1 FROM u WHERE u.id = i.id) AS delivered, n.*
+       FROM i LEFT JOIN (SELECT c.*, p.connection AS printer_connection, p.error AS printer_error FROM c JOIN p ON p.name = c.printer) n ON n.printer = i.printer
+       WHERE (SELECT locked FROM lk)`,
+    [items.map((d) => d.job.printer), items.map((d) => d.job.id), items.map((d) => d.job.seq), items.map((d) => d.job.attempts),
+      items.map((d) => d.message), items.map((d) => logText(`delivered: ${d.message}`)), items.map((d) => d.touchPrinter)]);
+  const out: { delivered: boolean; next?: NextStep }[] = items.map(() => ({ delivered: false }));
+  for (const { k, delivered, was: _w, had: _h, ...claimed } of rows as (ClaimedRow & { k: number; delivered: boolean; was: unknown; had: unknown })[]) {
+    const item = items[Number(k) - 1]!;
+    out[Number(k) - 1] = { delivered, next: claimed.id ? deliverStep(item.job.printer, claimed as ClaimedRow) : undefined };
+  }
+  return out;
 }
 
 /** Moves a redirected printer's waiting jobs to the end of its redirect chain, in their order, and wakes that printer. */

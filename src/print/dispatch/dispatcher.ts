@@ -12,8 +12,9 @@ import type { Outbox } from '../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../queue/jobs.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import { runFlow } from '../flows/run-flow.js';
+import { OutcomeBatcher } from './outcome-batcher.js';
 import { pageInfo } from '../page-info.js';
-import { claimNext, deliveredAndNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type DeliveryPrinter, type NextStep } from './dispatch-store.js';
+import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type DeliveryPrinter, type NextStep } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -53,8 +54,12 @@ const TAIL_CHECK_MS = 250;
 export class Dispatcher {
   /** When this process last wrote each printer's `last_printed` (a busy printer's row is written at most once a second). */
   private readonly lastPrintedWritten = new Map<string, number>();
+  /** The printers' acknowledged deliveries and next hand-offs, several printers to a statement when they come together. */
+  private readonly outcomes: OutcomeBatcher;
 
-  constructor(private readonly deps: DispatcherDeps) {}
+  constructor(private readonly deps: DispatcherDeps) {
+    this.outcomes = new OutcomeBatcher(deps.db);
+  }
 
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
     const { db, outbox } = this.deps;
@@ -170,7 +175,7 @@ export class Dispatcher {
     let failure: PrintDeliveryError | undefined;
     try {
       const backend = printBackendFor(printer.connection, { log: this.deps.log, ...this.deps.backend });
-      const content = createReadStream(blobs.pathOf(doc.sha256), { highWaterMark: 256 * 1024 });
+      const content = blobs.reader(doc.sha256, doc.size);
       ack = await backend.send({
         // the queue position names the delivery: a repeated job is a new delivery, a retry the same one
         jobId: `${job.id}-${job.seq}`,
@@ -186,9 +191,9 @@ export class Dispatcher {
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
     }
     if (ack) {
-      // the common case in one statement: the outcome and the next hand-off
+      // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
       const touch = this.touchesPrinter(printer);
-      const { delivered, next } = await deliveredAndNext(db, job, ack.message, touch);
+      const { delivered, next } = await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
       if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
       if (!delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
       if (next) return { next };

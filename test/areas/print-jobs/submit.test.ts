@@ -108,6 +108,20 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     expect((await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM print_jobs')).rows[0]!.n).toBe(before);
   });
 
+  it('a job for a paused or disabled printer stores no dispatch wake-up (its resume wakes it); a redirected one wakes the target', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection, paused, enabled) VALUES ('held', 'file:///tmp/h', true, true), ('off', 'file:///tmp/o', false, false)`);
+    await t.db.query(`INSERT INTO printers (name, connection, redirect) VALUES ('via held', 'file:///tmp/v2', 'p2')`);
+    await t.db.query('DELETE FROM outbox');
+    const submitTo = (printer: string) => submitPrintJob(deps, { printer, source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'dave' });
+    const held = await submitTo('held');
+    const off = await submitTo('off');
+    expect([held.status, off.status]).toEqual(['waitprocessing', 'waitprocessing']);
+    expect((await t.db.query('SELECT * FROM outbox')).rows).toEqual([]);
+    await submitTo('via held');
+    const { rows } = await t.db.query<{ data: { printer: string } }>('SELECT data FROM outbox');
+    expect(rows.map((r) => r.data.printer)).toEqual(['p2']);
+  });
+
   it('refuses an unknown printer or flow, and an oversized document, storing nothing', async () => {
     const before = (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM print_jobs')).rows[0]!.n;
     await expect(submitPrintJob(deps, { printer: 'nope', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'a' })).rejects.toMatchObject({ code: 'PRINTER_NOT_FOUND' });
