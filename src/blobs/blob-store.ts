@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { meteredHash } from './metered-hash.js';
+import { syncDir } from './dir-sync.js';
 import { partFileName, sweepPartDir, type SweepResult } from './part-files.js';
 
 export interface BlobInfo {
@@ -19,7 +20,10 @@ const SMALL_BLOB = 256 * 1024;
  * Content-addressed store under `<root>`: blobs live at `ab/cd/<sha256>`.
  * Writes stream through a hash into a temporary file that is renamed into place
  * once complete, so a crash never leaves a partial blob under its final name and
- * identical content is stored once. Nothing is held in memory.
+ * identical content is stored once. Nothing is held in memory. A blob is
+ * durable when `put` resolves: the file is synced before the rename and its
+ * directory after it (concurrent writers share the directory syncs), so a row
+ * committed after `put` never names bytes a power loss took.
  */
 export class BlobStore {
   private readonly tmpDir: string;
@@ -54,16 +58,22 @@ export class BlobStore {
     const meter = meteredHash(maxBytes);
     try {
       // a large buffer lets the file stream batch socket chunks into one writev
-      await pipeline(source, meter.stream, createWriteStream(tmp, { flags: 'wx', highWaterMark: 1024 * 1024 }));
+      // `flush`: the bytes are on disk before the file is closed (and renamed into place)
+      await pipeline(source, meter.stream, createWriteStream(tmp, { flags: 'wx', highWaterMark: 1024 * 1024, flush: true }));
       const { sha256, size } = meter.result();
       const final = this.pathOf(sha256);
       // rename is atomic; an existing blob with this hash already holds the same bytes.
       // The fan-out directory usually exists: created only when the rename says it is missing (one system call less per blob)
+      const dir = path.dirname(final);
       await rename(tmp, final).catch(async (err: NodeJS.ErrnoException) => {
         if (err.code !== 'ENOENT') throw err;
-        await mkdir(path.dirname(final), { recursive: true });
+        await mkdir(dir, { recursive: true });
         await rename(tmp, final);
+        // new fan-out directories: their own entries in the levels above must last too
+        await syncDir(path.dirname(dir));
+        await syncDir(this.root);
       });
+      await syncDir(dir);
       return { sha256, size };
     } catch (err) {
       await rm(tmp, { force: true });

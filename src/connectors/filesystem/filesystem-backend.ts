@@ -8,6 +8,7 @@ import { mappingFsErrors, withFsErrors } from './fs-errors.js';
 import type { EntryRow } from '../../areas/repository/entry.js';
 import { AppError, statusOf } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
+import { syncDir } from '../../blobs/dir-sync.js';
 import { partFileName } from '../../blobs/part-files.js';
 import { CREATE_FLAGS, READ_FLAGS, inspectInside, joinRel, openNoFollow, resolveParent, splitRelPath, validateName } from './safe-path.js';
 import { refreshEntry, syncCollection } from './filesystem-sync.js';
@@ -185,7 +186,8 @@ export function filesystemBackend(root: string): RepositoryBackend {
       const handle = await openNoFollow(root, tmp, CREATE_FLAGS);
       let written: { size: number; sha256: string };
       try {
-        written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024 }), maxBytes);
+        // `flush`: the bytes are on disk before the file is closed; the rename's directory is synced at commit
+        written = await meteredWrite(source, handle.createWriteStream({ highWaterMark: 1024 * 1024, flush: true }), maxBytes);
       } catch (err) {
         await handle.close().catch(() => {});
         await rm(tmp, { force: true });
@@ -196,8 +198,10 @@ export function filesystemBackend(root: string): RepositoryBackend {
         ...written,
         // rename replaces the directory entry itself; a symlink swapped in meanwhile is replaced, not followed.
         commit: (current = entry) => mappingFsErrors(async () => {
-          await rename(tmp, await placeFor(current));
+          const final = await placeFor(current);
+          await rename(tmp, final);
           placed = true;
+          await syncDir(path.dirname(final));
         }),
         discard: async () => {
           if (!placed) await rm(tmp, { force: true });

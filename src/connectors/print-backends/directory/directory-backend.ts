@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { syncDir } from '../../../blobs/dir-sync.js';
 import { AppError } from '../../../errors/app-error.js';
 import { PrintDeliveryError, type PrintBackend, type PrintBackendType, type PrintTicket } from '../print-backend.js';
 
@@ -59,6 +60,12 @@ export class DirectoryBackend implements PrintBackend {
     }
     // the job is delivered; a leftover hidden temporary name is harmless
     await unlink(temp).catch(() => {});
+    // the new name survives a power loss once the directory is synced (the bytes were, by `flush`)
+    try {
+      await syncDir(this.dir);
+    } catch (err) {
+      throw new PrintDeliveryError('uncertain', `${name} written but ${this.dir} not synced (${code(err)})`, { cause: err });
+    }
     return { deviceJobId: name, message: `written to ${final}` };
   }
 
