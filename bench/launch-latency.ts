@@ -100,6 +100,8 @@ interface Figures {
   serverCpuMsPerLaunch: number;
   /** The server's PostgreSQL backends' CPU per launch (found by application_name; NaN when the variant's bench server does not set it). */
   pgCpuMsPerLaunch: number;
+  /** The throughput phase on CLOCK_MONOTONIC (µs), for --profile to summarise only it. */
+  window: { fromUs: number; toUs: number };
 }
 
 
@@ -173,6 +175,7 @@ async function measure(server: ChildServer): Promise<Figures> {
     const pgPids = await backendPids(DATABASE_URL, schema);
     const cpu0 = procCpuSeconds(server.info.pid) ?? NaN;
     const pg0 = cpuOf(pgPids);
+    const fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
     const t0Epoch = performance.timeOrigin + t0;
     await Promise.all(Array.from({ length: connections }, async () => {
@@ -195,6 +198,7 @@ async function measure(server: ChildServer): Promise<Figures> {
     }
     const cpu1 = procCpuSeconds(server.info.pid) ?? NaN;
     const pg1 = cpuOf(pgPids);
+    const toUs = Number(process.hrtime.bigint() / 1000n);
     const loaded = answers.map((a) => stamps.get(a.cid)! - a.at).sort((a, b) => a - b);
     const idleSorted = idle.sort((a, b) => a - b);
     return {
@@ -208,6 +212,7 @@ async function measure(server: ChildServer): Promise<Figures> {
       launchAnswerP50: median(answers.map((a) => a.took)),
       serverCpuMsPerLaunch: ((cpu1 - cpu0) * 1000) / launches,
       pgCpuMsPerLaunch: pgPids.length ? ((pg1 - pg0) * 1000) / launches : NaN,
+      window: { fromUs, toUs },
     };
   } finally {
     await db.end();
@@ -279,19 +284,20 @@ try {
       const server = mode === 'compiled'
         ? await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir: builds.get(v.name), cwd: v.root })
         : await spawnServer(path.relative(ROOT, path.join(v.root, 'bench/server.ts')), ['--log-level', 'warn'], nodeArgs, { cwd: v.root });
+      let window: Figures['window'] | undefined;
       try {
-        await measure(server);
+        window = (await measure(server)).window;
       } finally {
         await server.stop();
       }
       const busyMs = (x: ProfileSummary) => x.totalMs * (1 - x.idleShare);
       const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
-      const summaries = files.map((f) => summarizeProfile(path.join(dir, f), 25)).sort((a, b) => busyMs(b) - busyMs(a));
+      const summaries = files.map((f) => summarizeProfile(path.join(dir, f), 25, window)).sort((a, b) => busyMs(b) - busyMs(a));
       if (summaries[0]) profiles[v.name] = summaries[0];
     }
   }
 
-  const med = (name: string, key: keyof Figures) => median(results.get(name)!.map((f) => f[key]));
+  const med = (name: string, key: Exclude<keyof Figures, 'window'>) => median(results.get(name)!.map((f) => f[key]));
   const rows = variants.map((v) => [
     v.name, fmt(med(v.name, 'idleP50')), fmt(med(v.name, 'idleP99')), fmt(med(v.name, 'launchesPerSec'), 0),
     fmt(med(v.name, 'launchAnswerP50')), fmt(med(v.name, 'loadedP50')), fmt(med(v.name, 'loadedP99')),
@@ -308,10 +314,10 @@ try {
     pairedRatio = median(a!.map((f, i) => f.launchesPerSec / b![i]!.launchesPerSec));
     console.log(`\nlaunches/s after / before: ${fmt(ratio, 2)} (medians), ${fmt(pairedRatio, 2)} (median of per-run ratios) (target >= 0.90); idle p50 after: ${fmt(med(variants[1]!.name, 'idleP50'))} ms (target < 100)`);
     console.log(`running/s (first launch to last running) after / before: ${fmt(med(variants[1]!.name, 'runningPerSec') / med(variants[0]!.name, 'runningPerSec'), 2)}`);
-    console.log(`server CPU per launch after / before: ${fmt(med(variants[1]!.name, 'serverCpuMsPerLaunch') / med(variants[0]!.name, 'serverCpuMsPerLaunch'), 2)}`);
+    console.log(`server CPU per launch after / before: ${fmt(med(variants[1]!.name, 'serverCpuMsPerLaunch') / med(variants[0]!.name, 'serverCpuMsPerLaunch'), 2)}; PostgreSQL CPU per launch after / before: ${fmt(med(variants[1]!.name, 'pgCpuMsPerLaunch') / med(variants[0]!.name, 'pgCpuMsPerLaunch'), 2)}`);
   }
   for (const [name, summary] of Object.entries(profiles)) {
-    console.log(`\n== CPU profile of ${name} (one extra run, whole server process) ==`);
+    console.log(`\n== CPU profile of ${name} (one extra run, whole server process, throughput phase) ==`);
     printSummary(summary);
   }
   console.log(JSON.stringify({
