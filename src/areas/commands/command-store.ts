@@ -20,11 +20,16 @@ export interface CommandRow {
 
 const COLS = 'cid, sid, command, parameters, state, progress_done, progress_total, result, error, creator, created, updated, expires, attempts';
 
-/** The INSERT of a new command (queued), as a statement the caller runs: alone or fused with its job (`Outbox.addWith`). */
+/**
+ * The INSERT of a new command (queued), as a statement the caller runs: alone
+ * or fused with its job (`Outbox.addWith`). Returns only the id: the launch
+ * answers with nothing else, and every column read back costs parsing on
+ * both sides.
+ */
 export function insertCommandStatement(c: Pick<CommandRow, 'cid' | 'sid' | 'command' | 'parameters' | 'creator'>, expirySec: number): { text: string; params: unknown[] } {
   return {
     text: `INSERT INTO commands (cid, sid, command, parameters, state, creator, expires)
-     VALUES ($1, $2, $3, $4, 'queued', $5, now() + make_interval(secs => $6)) RETURNING ${COLS}`,
+     VALUES ($1, $2, $3, $4, 'queued', $5, now() + make_interval(secs => $6)) RETURNING cid`,
     params: [c.cid, c.sid, c.command, JSON.stringify(c.parameters), c.creator, expirySec],
   };
 }
