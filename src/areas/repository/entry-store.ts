@@ -226,6 +226,8 @@ export async function subtree(sql: Sql, sid: string, uuid: string): Promise<Entr
 export interface LockedSubtree {
   root: EntryRow;
   size: number;
+  /** Every locked entry's id, the root's included. */
+  uuids: string[];
 }
 
 /**
@@ -253,7 +255,7 @@ export async function lockSubtree(tx: Sql, sid: string, uuid: string): Promise<L
     [sid, uuid],
   );
   const root = rows.find((r) => r.uuid === uuid);
-  return root && { root, size: rows.length };
+  return root && { root, size: rows.length, uuids: rows.map((r) => r.uuid) };
 }
 
 /** Is `ancestor` the entry itself or above it? (moves into oneself are refused) */
@@ -275,6 +277,8 @@ export async function generation(sql: Sql, sid: string): Promise<number> {
   return rows[0]?.gen ?? 0;
 }
 
+const taskRef = (r: { tid: string; sid: string; status: string }): TaskRef => ({ ...r, href: `/v1/services/${encodeURIComponent(r.sid)}/tasks/${r.tid}` });
+
 /** Tasks in status processing whose input lists use any of these documents. */
 export async function activeTasksUsing(sql: Sql, uuids: string[]): Promise<TaskRef[]> {
   if (uuids.length === 0) return [];
@@ -286,7 +290,36 @@ export async function activeTasksUsing(sql: Sql, uuids: string[]): Promise<TaskR
      ORDER BY t.tid`,
     [uuids],
   );
-  return rows.map((r) => ({ ...r, href: `/v1/services/${encodeURIComponent(r.sid)}/tasks/${r.tid}` }));
+  return rows.map(taskRef);
+}
+
+/**
+ * `getEntry` and `activeTasksUsing` over the entry's subtree in one statement
+ * (one round trip where a change of the entry first looks whether tasks use
+ * it). The root collection's users are not looked up (`users` is empty): no
+ * caller changes the root, and looking would walk the whole service.
+ */
+export async function getEntryWithUsers(sql: Sql, sid: string, uuid: string): Promise<{ entry: EntryRow; users: TaskRef[] } | undefined> {
+  const { rows } = await sql.query<EntryRow & { users: { tid: string; sid: string; status: string }[] }>(
+    `WITH RECURSIVE t AS (
+       SELECT uuid, type FROM entries WHERE sid = $1 AND uuid = $2 AND parent IS NOT NULL
+       UNION ALL
+       SELECT e.uuid, e.type FROM entries e JOIN t ON e.sid = $1 AND e.parent = t.uuid WHERE t.type = 'collection'
+     )
+     SELECT ${COLS}, (
+       SELECT coalesce(json_agg(u ORDER BY u.tid), '[]'::json) FROM (
+         SELECT DISTINCT k.tid, k.sid, k.status FROM list_items i
+           JOIN lists l ON l.lid = i.lid AND l.kind = 'input'
+           JOIN tasks k ON k.tid = l.tid
+         WHERE i.doc_uuid = ANY (ARRAY(SELECT uuid FROM t)) AND k.status = 'processing') u
+     ) AS users
+     FROM entries WHERE sid = $1 AND uuid = $2`,
+    [sid, uuid],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const { users, ...entry } = row;
+  return { entry: entry as EntryRow, users: users.map(taskRef) };
 }
 
 /** Of these document ids, the ones not used by any task in status processing. */
