@@ -247,10 +247,10 @@ export class RepositoryService {
     const { backend } = this.backend(sid);
     return this.db.transaction(async (tx) => {
       // Locks the entry and everything below: a content write or rename in there waits, then finds it gone.
-      const locked = await store.lockSubtree(tx, sid, uuid);
+      const locked = await store.lockSubtree(tx, sid, uuid, { users: opts.unlessInUse });
       if (!locked) return 0;
       if (locked.root.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
-      if (opts.unlessInUse) refuseUsers(await store.activeTasksUsing(tx, locked.uuids));
+      if (opts.unlessInUse) refuseUsers(locked.users ?? []);
       await store.deleteEntry(tx, sid, uuid);
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
       await backend.remove(locked.root);
