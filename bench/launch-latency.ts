@@ -35,7 +35,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
-import { ROOT, backendPids, compileServers, cpuOf, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer, type ChildServer } from './lib.js';
+import { ROOT, backendPids, compileServers, cpuOf, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procSyscalls, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -100,6 +100,8 @@ interface Figures {
   serverCpuMsPerLaunch: number;
   /** The server's PostgreSQL backends' CPU per launch (found by application_name; NaN when the variant's bench server does not set it). */
   pgCpuMsPerLaunch: number;
+  /** The server's read and write system calls per launch over the same span (socket round trips to PostgreSQL and Redis, HTTP): a count, steady under load. */
+  serverSyscallsPerLaunch: number;
   /** The throughput phase on CLOCK_MONOTONIC (µs), for --profile to summarise only it. */
   window: { fromUs: number; toUs: number };
 }
@@ -174,6 +176,7 @@ async function measure(server: ChildServer): Promise<Figures> {
     let next = 0;
     const pgPids = await backendPids(DATABASE_URL, schema);
     const cpu0 = procCpuSeconds(server.info.pid) ?? NaN;
+    const sys0 = procSyscalls(server.info.pid) ?? NaN;
     const pg0 = cpuOf(pgPids);
     const fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
@@ -197,6 +200,7 @@ async function measure(server: ChildServer): Promise<Figures> {
       stamps = await preciseRunningAt(cids);
     }
     const cpu1 = procCpuSeconds(server.info.pid) ?? NaN;
+    const sys1 = procSyscalls(server.info.pid) ?? NaN;
     const pg1 = cpuOf(pgPids);
     const toUs = Number(process.hrtime.bigint() / 1000n);
     const loaded = answers.map((a) => stamps.get(a.cid)! - a.at).sort((a, b) => a - b);
@@ -212,6 +216,7 @@ async function measure(server: ChildServer): Promise<Figures> {
       launchAnswerP50: median(answers.map((a) => a.took)),
       serverCpuMsPerLaunch: ((cpu1 - cpu0) * 1000) / launches,
       pgCpuMsPerLaunch: pgPids.length ? ((pg1 - pg0) * 1000) / launches : NaN,
+      serverSyscallsPerLaunch: (sys1 - sys0) / launches,
       window: { fromUs, toUs },
     };
   } finally {
@@ -302,9 +307,10 @@ try {
     v.name, fmt(med(v.name, 'idleP50')), fmt(med(v.name, 'idleP99')), fmt(med(v.name, 'launchesPerSec'), 0),
     fmt(med(v.name, 'launchAnswerP50')), fmt(med(v.name, 'loadedP50')), fmt(med(v.name, 'loadedP99')),
     fmt(med(v.name, 'runningPerSec'), 0), fmt(med(v.name, 'serverCpuMsPerLaunch'), 2), fmt(med(v.name, 'pgCpuMsPerLaunch'), 2),
+    fmt(med(v.name, 'serverSyscallsPerLaunch'), 1),
   ]);
   console.log(`\nlaunch -> running, delete of a fresh document; ${runs} run(s), medians; machine busy ${fmt(load)} of ${os.cpus().length} cores`);
-  printTable(['variant', 'idle p50 ms', 'idle p99 ms', 'launches/s', 'answer p50 ms', 'loaded p50 ms', 'loaded p99 ms', 'running/s', 'server CPU ms/launch', 'pg CPU ms/launch'], rows);
+  printTable(['variant', 'idle p50 ms', 'idle p99 ms', 'launches/s', 'answer p50 ms', 'loaded p50 ms', 'loaded p99 ms', 'running/s', 'server CPU ms/launch', 'pg CPU ms/launch', 'server syscalls/launch'], rows);
   let ratio: number | undefined;
   let pairedRatio: number | undefined;
   if (variants.length === 2) {
