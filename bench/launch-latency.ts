@@ -35,7 +35,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
-import { ROOT, backendPids, compileServers, cpuOf, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procSyscalls, spawnServer, type ChildServer } from './lib.js';
+import { ROOT, compileServers, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procSyscalls, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -78,6 +78,43 @@ async function instrument(db: pg.Client, schema: string, channel: string): Promi
     END $$`);
   await db.query(`CREATE TRIGGER bench_running AFTER UPDATE OF state ON ${s}.commands
     FOR EACH ROW WHEN (OLD.state = 'queued' AND NEW.state = 'running') EXECUTE FUNCTION ${s}.bench_mark()`);
+}
+
+/**
+ * CPU of the server's PostgreSQL backends over a span. The server's pool opens
+ * connections as the load grows and closes idle ones, so the backends are
+ * looked up every 100 ms, not once: a backend that appears counts from zero
+ * (it started inside the span), one that exits keeps what was last read.
+ */
+function backendCpu(db: pg.Client, appName: string): { stop(): Promise<number> } {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  let initial = true;
+  const sample = async () => {
+    const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    for (const { pid } of rows) {
+      const cpu = procCpuSeconds(pid);
+      if (cpu === undefined) continue;
+      if (!first.has(pid)) first.set(pid, initial ? cpu : 0);
+      last.set(pid, cpu);
+    }
+    initial = false;
+  };
+  let busy = sample();
+  const timer = setInterval(() => {
+    busy = busy.then(sample, sample);
+  }, 100);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await busy.catch(() => undefined);
+      await sample();
+      if (first.size === 0) return NaN;
+      let total = 0;
+      for (const [pid, cpu] of last) total += cpu - first.get(pid)!;
+      return total;
+    },
+  };
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
@@ -174,10 +211,9 @@ async function measure(server: ChildServer): Promise<Figures> {
     const loadedDocs = docs.slice(latencyN);
     const answers: { cid: string; at: number; took: number }[] = [];
     let next = 0;
-    const pgPids = await backendPids(DATABASE_URL, schema);
     const cpu0 = procCpuSeconds(server.info.pid) ?? NaN;
     const sys0 = procSyscalls(server.info.pid) ?? NaN;
-    const pg0 = cpuOf(pgPids);
+    const pgCpu = backendCpu(db, schema);
     const fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
     const t0Epoch = performance.timeOrigin + t0;
@@ -201,7 +237,7 @@ async function measure(server: ChildServer): Promise<Figures> {
     }
     const cpu1 = procCpuSeconds(server.info.pid) ?? NaN;
     const sys1 = procSyscalls(server.info.pid) ?? NaN;
-    const pg1 = cpuOf(pgPids);
+    const pgSeconds = await pgCpu.stop();
     const toUs = Number(process.hrtime.bigint() / 1000n);
     const loaded = answers.map((a) => stamps.get(a.cid)! - a.at).sort((a, b) => a - b);
     const idleSorted = idle.sort((a, b) => a - b);
@@ -215,7 +251,7 @@ async function measure(server: ChildServer): Promise<Figures> {
       loadedP99: quantile(loaded, 0.99),
       launchAnswerP50: median(answers.map((a) => a.took)),
       serverCpuMsPerLaunch: ((cpu1 - cpu0) * 1000) / launches,
-      pgCpuMsPerLaunch: pgPids.length ? ((pg1 - pg0) * 1000) / launches : NaN,
+      pgCpuMsPerLaunch: (pgSeconds * 1000) / launches,
       serverSyscallsPerLaunch: (sys1 - sys0) / launches,
       window: { fromUs, toUs },
     };
