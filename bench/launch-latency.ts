@@ -35,7 +35,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
-import { ROOT, backendPids, compileServers, cpuOf, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer, type ChildServer } from './lib.js';
+import { ROOT, compileServers, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procSyscalls, spawnServer, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -80,6 +80,43 @@ async function instrument(db: pg.Client, schema: string, channel: string): Promi
     FOR EACH ROW WHEN (OLD.state = 'queued' AND NEW.state = 'running') EXECUTE FUNCTION ${s}.bench_mark()`);
 }
 
+/**
+ * CPU of the server's PostgreSQL backends over a span. The server's pool opens
+ * connections as the load grows and closes idle ones, so the backends are
+ * looked up every 100 ms, not once: a backend that appears counts from zero
+ * (it started inside the span), one that exits keeps what was last read.
+ */
+function backendCpu(db: pg.Client, appName: string): { stop(): Promise<number> } {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  let initial = true;
+  const sample = async () => {
+    const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    for (const { pid } of rows) {
+      const cpu = procCpuSeconds(pid);
+      if (cpu === undefined) continue;
+      if (!first.has(pid)) first.set(pid, initial ? cpu : 0);
+      last.set(pid, cpu);
+    }
+    initial = false;
+  };
+  let busy = sample();
+  const timer = setInterval(() => {
+    busy = busy.then(sample, sample);
+  }, 100);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await busy.catch(() => undefined);
+      await sample();
+      if (first.size === 0) return NaN;
+      let total = 0;
+      for (const [pid, cpu] of last) total += cpu - first.get(pid)!;
+      return total;
+    },
+  };
+}
+
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -100,6 +137,10 @@ interface Figures {
   serverCpuMsPerLaunch: number;
   /** The server's PostgreSQL backends' CPU per launch (found by application_name; NaN when the variant's bench server does not set it). */
   pgCpuMsPerLaunch: number;
+  /** The server's read and write system calls per launch over the same span (socket round trips to PostgreSQL and Redis, HTTP): a count, steady under load. */
+  serverSyscallsPerLaunch: number;
+  /** The throughput phase on CLOCK_MONOTONIC (µs), for --profile to summarise only it. */
+  window: { fromUs: number; toUs: number };
 }
 
 
@@ -170,9 +211,10 @@ async function measure(server: ChildServer): Promise<Figures> {
     const loadedDocs = docs.slice(latencyN);
     const answers: { cid: string; at: number; took: number }[] = [];
     let next = 0;
-    const pgPids = await backendPids(DATABASE_URL, schema);
     const cpu0 = procCpuSeconds(server.info.pid) ?? NaN;
-    const pg0 = cpuOf(pgPids);
+    const sys0 = procSyscalls(server.info.pid) ?? NaN;
+    const pgCpu = backendCpu(db, schema);
+    const fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
     const t0Epoch = performance.timeOrigin + t0;
     await Promise.all(Array.from({ length: connections }, async () => {
@@ -194,7 +236,9 @@ async function measure(server: ChildServer): Promise<Figures> {
       stamps = await preciseRunningAt(cids);
     }
     const cpu1 = procCpuSeconds(server.info.pid) ?? NaN;
-    const pg1 = cpuOf(pgPids);
+    const sys1 = procSyscalls(server.info.pid) ?? NaN;
+    const pgSeconds = await pgCpu.stop();
+    const toUs = Number(process.hrtime.bigint() / 1000n);
     const loaded = answers.map((a) => stamps.get(a.cid)! - a.at).sort((a, b) => a - b);
     const idleSorted = idle.sort((a, b) => a - b);
     return {
@@ -207,7 +251,9 @@ async function measure(server: ChildServer): Promise<Figures> {
       loadedP99: quantile(loaded, 0.99),
       launchAnswerP50: median(answers.map((a) => a.took)),
       serverCpuMsPerLaunch: ((cpu1 - cpu0) * 1000) / launches,
-      pgCpuMsPerLaunch: pgPids.length ? ((pg1 - pg0) * 1000) / launches : NaN,
+      pgCpuMsPerLaunch: (pgSeconds * 1000) / launches,
+      serverSyscallsPerLaunch: (sys1 - sys0) / launches,
+      window: { fromUs, toUs },
     };
   } finally {
     await db.end();
@@ -279,26 +325,28 @@ try {
       const server = mode === 'compiled'
         ? await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir: builds.get(v.name), cwd: v.root })
         : await spawnServer(path.relative(ROOT, path.join(v.root, 'bench/server.ts')), ['--log-level', 'warn'], nodeArgs, { cwd: v.root });
+      let window: Figures['window'] | undefined;
       try {
-        await measure(server);
+        window = (await measure(server)).window;
       } finally {
         await server.stop();
       }
       const busyMs = (x: ProfileSummary) => x.totalMs * (1 - x.idleShare);
       const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
-      const summaries = files.map((f) => summarizeProfile(path.join(dir, f), 25)).sort((a, b) => busyMs(b) - busyMs(a));
+      const summaries = files.map((f) => summarizeProfile(path.join(dir, f), 25, window)).sort((a, b) => busyMs(b) - busyMs(a));
       if (summaries[0]) profiles[v.name] = summaries[0];
     }
   }
 
-  const med = (name: string, key: keyof Figures) => median(results.get(name)!.map((f) => f[key]));
+  const med = (name: string, key: Exclude<keyof Figures, 'window'>) => median(results.get(name)!.map((f) => f[key]));
   const rows = variants.map((v) => [
     v.name, fmt(med(v.name, 'idleP50')), fmt(med(v.name, 'idleP99')), fmt(med(v.name, 'launchesPerSec'), 0),
     fmt(med(v.name, 'launchAnswerP50')), fmt(med(v.name, 'loadedP50')), fmt(med(v.name, 'loadedP99')),
     fmt(med(v.name, 'runningPerSec'), 0), fmt(med(v.name, 'serverCpuMsPerLaunch'), 2), fmt(med(v.name, 'pgCpuMsPerLaunch'), 2),
+    fmt(med(v.name, 'serverSyscallsPerLaunch'), 1),
   ]);
   console.log(`\nlaunch -> running, delete of a fresh document; ${runs} run(s), medians; machine busy ${fmt(load)} of ${os.cpus().length} cores`);
-  printTable(['variant', 'idle p50 ms', 'idle p99 ms', 'launches/s', 'answer p50 ms', 'loaded p50 ms', 'loaded p99 ms', 'running/s', 'server CPU ms/launch', 'pg CPU ms/launch'], rows);
+  printTable(['variant', 'idle p50 ms', 'idle p99 ms', 'launches/s', 'answer p50 ms', 'loaded p50 ms', 'loaded p99 ms', 'running/s', 'server CPU ms/launch', 'pg CPU ms/launch', 'server syscalls/launch'], rows);
   let ratio: number | undefined;
   let pairedRatio: number | undefined;
   if (variants.length === 2) {
@@ -308,10 +356,10 @@ try {
     pairedRatio = median(a!.map((f, i) => f.launchesPerSec / b![i]!.launchesPerSec));
     console.log(`\nlaunches/s after / before: ${fmt(ratio, 2)} (medians), ${fmt(pairedRatio, 2)} (median of per-run ratios) (target >= 0.90); idle p50 after: ${fmt(med(variants[1]!.name, 'idleP50'))} ms (target < 100)`);
     console.log(`running/s (first launch to last running) after / before: ${fmt(med(variants[1]!.name, 'runningPerSec') / med(variants[0]!.name, 'runningPerSec'), 2)}`);
-    console.log(`server CPU per launch after / before: ${fmt(med(variants[1]!.name, 'serverCpuMsPerLaunch') / med(variants[0]!.name, 'serverCpuMsPerLaunch'), 2)}`);
+    console.log(`server CPU per launch after / before: ${fmt(med(variants[1]!.name, 'serverCpuMsPerLaunch') / med(variants[0]!.name, 'serverCpuMsPerLaunch'), 2)}; PostgreSQL CPU per launch after / before: ${fmt(med(variants[1]!.name, 'pgCpuMsPerLaunch') / med(variants[0]!.name, 'pgCpuMsPerLaunch'), 2)}`);
   }
   for (const [name, summary] of Object.entries(profiles)) {
-    console.log(`\n== CPU profile of ${name} (one extra run, whole server process) ==`);
+    console.log(`\n== CPU profile of ${name} (one extra run, whole server process, throughput phase) ==`);
     printSummary(summary);
   }
   console.log(JSON.stringify({

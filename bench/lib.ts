@@ -302,6 +302,23 @@ export async function backendPids(databaseUrl: string, appName: string): Promise
   }
 }
 
+/**
+ * Read and write system calls a process made so far (`syscr` + `syscw` of
+ * `/proc/<pid>/io`: read(2) and write(2)/writev(2), i.e. for a Node process
+ * every socket read and write: PostgreSQL and Redis round trips, HTTP
+ * answers). A count, so unlike CPU time it does not swell with machine load.
+ */
+export function procSyscalls(pid: number): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/io`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return field('syscr') + field('syscw');
+}
+
 /** User+system CPU seconds of several processes together. */
 export const cpuOf = (pids: number[]): number => pids.reduce((a, pid) => a + (procCpuSeconds(pid) ?? 0), 0);
 

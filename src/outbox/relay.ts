@@ -19,9 +19,21 @@ export interface RelayOptions {
   enqueueTimeoutMs?: number;
   /** Longest pause between attempts while Redis is unreachable. */
   maxBackoffMs?: number;
+  /**
+   * Rows whose jobs are in Redis are deleted together, at most this long
+   * after the first of them (or at once when `batch` are waiting): one
+   * DELETE for many hand-overs instead of one per Redis round trip.
+   */
+  deleteDelayMs?: number;
+  /**
+   * When rows were committed while a batch was in Redis's hands (the relay is
+   * busy), wait this long before the next batch so that it carries more; a
+   * row that finds the relay idle goes at once.
+   */
+  gatherMs?: number;
 }
 
-const DEFAULTS: Required<RelayOptions> = { batch: 100, sweepMs: 5000, leaseSec: 30, enqueueTimeoutMs: 2000, maxBackoffMs: 5000 };
+const DEFAULTS: Required<RelayOptions> = { batch: 100, sweepMs: 5000, leaseSec: 30, enqueueTimeoutMs: 2000, maxBackoffMs: 5000, deleteDelayMs: 20, gatherMs: 2 };
 
 /**
  * Moves outbox rows into their BullMQ queues. Woken by NOTIFY when a writing
@@ -44,6 +56,10 @@ export class OutboxRelay implements LocalRelay {
   private unlisten: (() => Promise<void>) | undefined;
   private sweep: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
+  /** Enqueued (or dropped) rows not deleted yet; still claimed, so no relay takes them again meanwhile. */
+  private done: number[] = [];
+  private deleteTimer: NodeJS.Timeout | undefined;
+  private deleting: Promise<void> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -87,6 +103,7 @@ export class OutboxRelay implements LocalRelay {
       while (this.taken.length > 0) {
         const rows = this.taken.splice(0);
         if ((await this.enqueue(rows)) > 0 && !this.retry) this.backOff();
+        if (this.taken.length > 0 && this.opts.gatherMs > 0) await new Promise((resolve) => setTimeout(resolve, this.opts.gatherMs));
       }
     } finally {
       this.flushing = undefined;
@@ -111,9 +128,12 @@ export class OutboxRelay implements LocalRelay {
       });
   }
 
-  /** Resolves once no round is running (tests, shutdown). */
+  /** Resolves once no round is running and every enqueued row is deleted (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.running || this.flushing) await Promise.all([this.running, this.flushing]);
+    while (this.running || this.flushing || this.deleting || this.done.length > 0) {
+      if (this.done.length > 0) this.deleteDone();
+      await Promise.all([this.running, this.flushing, this.deleting]);
+    }
   }
 
   async stop(): Promise<void> {
@@ -121,7 +141,7 @@ export class OutboxRelay implements LocalRelay {
     clearInterval(this.sweep);
     clearTimeout(this.retry);
     await this.unlisten?.().catch(() => undefined);
-    await this.idle();
+    await this.idle(); // deletes the rows already relayed
   }
 
   /** Rounds until the outbox is empty or Redis fails. */
@@ -172,9 +192,34 @@ export class OutboxRelay implements LocalRelay {
         if (this.failures === 0) this.log.warn({ err }, 'outbox relay cannot reach Redis; backing off');
       }
     }
-    await deleteOutbox(this.db, done);
+    if (done.length > 0) {
+      this.done.push(...done);
+      if (this.done.length >= this.opts.batch) this.deleteDone();
+      else this.deleteTimer ??= setTimeout(() => this.deleteDone(), this.opts.deleteDelayMs);
+    }
     await releaseOutbox(this.db, failed);
     return failed.length;
+  }
+
+  /**
+   * Deletes the rows whose jobs are in Redis, in one statement for all that
+   * gathered meanwhile. Until then they stay claimed (the lease is far longer
+   * than the delay): should the process die first, another relay enqueues
+   * them again under their derived ids once the lease lapses, exactly as when
+   * it dies between the enqueue and an immediate delete.
+   */
+  private deleteDone(): void {
+    clearTimeout(this.deleteTimer);
+    this.deleteTimer = undefined;
+    if (this.deleting || this.done.length === 0) return; // the statement running now re-checks when it ends
+    const ids = this.done.splice(0);
+    this.deleting = deleteOutbox(this.db, ids)
+      .catch((err: unknown) => this.log.warn({ err, rows: ids.length }, 'outbox relay: deleting relayed rows failed; their claims lapse and they are relayed again'))
+      .finally(() => {
+        this.deleting = undefined;
+        if (this.done.length >= this.opts.batch) this.deleteDone();
+        else if (this.done.length > 0) this.deleteTimer ??= setTimeout(() => this.deleteDone(), this.opts.deleteDelayMs);
+      });
   }
 
   private backOff(): void {

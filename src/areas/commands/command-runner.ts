@@ -141,13 +141,8 @@ export class CommandRunner {
       }
       case 'delete': {
         const p = cmd.parameters as CommandParams<'delete'>;
-        const source = await entries.getEntry(this.d.db, cmd.sid, p.source);
-        if (!source) return { deleted: 0 };
-        if (!p.force) {
-          const tasks = await this.d.repo.activeTasks(cmd.sid, source);
-          if (tasks.length > 0) throw new AppError('DOCUMENT_IN_USE', `the document is used by ${tasks.length} task(s) in status processing`);
-        }
-        const count = await this.d.repo.removeEntry(cmd.sid, source.uuid);
+        // gone already: 0; the in-use rule is checked on the locked subtree, in the delete's transaction
+        const count = await this.d.repo.removeEntry(cmd.sid, p.source, { unlessInUse: !p.force });
         if (count > 0) await report(count, count, true);
         return { deleted: count };
       }

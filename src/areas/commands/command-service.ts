@@ -5,7 +5,7 @@ import type { CommandName } from '../../connectors/connector.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Database } from '../../storage/driver/database.js';
-import type { RepositoryService } from '../repository/repository-service.js';
+import { refuseUsers, type RepositoryService } from '../repository/repository-service.js';
 import { isAncestorOrSelf } from '../repository/entry-store.js';
 import { parseParams } from './command-params.js';
 import { isFinal } from './command-states.js';
@@ -41,21 +41,25 @@ export class CommandService {
       case 'copy':
       case 'move': {
         const { source, target, force } = params as { source: string; target: string; force?: boolean };
-        const entry = await this.repo.get(p, sid, source, command === 'move' ? 'write' : 'read');
+        // a move looks at the tasks using the source in the same query (refused below, after the other rules)
+        const { entry, users } = command === 'move' && !force
+          ? await this.repo.getWithUsers(p, sid, source, 'write')
+          : { entry: await this.repo.get(p, sid, source, command === 'move' ? 'write' : 'read'), users: [] };
         const dest = await this.repo.get(p, sid, target, 'write');
         if (dest.type !== 'collection') throw new AppError('TARGET_NOT_COLLECTION', `target ${target} is not a collection`);
         if (entry.parent === null) throw new AppError('ROOT_READONLY', 'the root collection cannot be copied or moved');
         if (entry.type === 'collection' && (await isAncestorOrSelf(this.db, sid, entry.uuid, dest.uuid))) {
           throw new AppError('TARGET_INSIDE_SOURCE', 'a collection cannot be copied or moved into itself');
         }
-        if (command === 'move' && !force) await this.repo.refuseIfInUse(sid, entry, 'cannot move');
+        refuseUsers(users, 'cannot move');
         break;
       }
       case 'delete': {
         const { source, force } = params as { source: string; force: boolean };
-        const entry = await this.repo.get(p, sid, source, 'delete');
+        // the entry and the tasks using it in one query
+        const { entry, users } = force ? { entry: await this.repo.get(p, sid, source, 'delete'), users: [] } : await this.repo.getWithUsers(p, sid, source, 'delete');
         if (entry.parent === null) throw new AppError('ROOT_READONLY', 'the root collection cannot be deleted');
-        if (!force) await this.repo.refuseIfInUse(sid, entry, 'cannot delete');
+        refuseUsers(users, 'cannot delete');
         break;
       }
       case 'import': {

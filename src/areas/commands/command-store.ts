@@ -20,11 +20,16 @@ export interface CommandRow {
 
 const COLS = 'cid, sid, command, parameters, state, progress_done, progress_total, result, error, creator, created, updated, expires, attempts';
 
-/** The INSERT of a new command (queued), as a statement the caller runs: alone or fused with its job (`Outbox.addWith`). */
+/**
+ * The INSERT of a new command (queued), as a statement the caller runs: alone
+ * or fused with its job (`Outbox.addWith`). Returns only the id: the launch
+ * answers with nothing else, and every column read back costs parsing on
+ * both sides.
+ */
 export function insertCommandStatement(c: Pick<CommandRow, 'cid' | 'sid' | 'command' | 'parameters' | 'creator'>, expirySec: number): { text: string; params: unknown[] } {
   return {
     text: `INSERT INTO commands (cid, sid, command, parameters, state, creator, expires)
-     VALUES ($1, $2, $3, $4, 'queued', $5, now() + make_interval(secs => $6)) RETURNING ${COLS}`,
+     VALUES ($1, $2, $3, $4, 'queued', $5, now() + make_interval(secs => $6)) RETURNING cid`,
     params: [c.cid, c.sid, c.command, JSON.stringify(c.parameters), c.creator, expirySec],
   };
 }
@@ -38,15 +43,16 @@ export async function getCommand(sql: Sql, cid: string, lock = false): Promise<C
  * Moves a command to `to` when the state table allows it, in one statement:
  * the WHERE clause admits exactly the states the table lets move to `to`, and
  * PostgreSQL re-checks it on the locked row, so two workers racing for the
- * same command cannot both move it. Returns the updated row, or undefined when
- * the move is not allowed (gone, or final already: a duplicate job must not
- * redo it).
+ * same command cannot both move it. Returns the updated row (to `running`,
+ * which the runner works from) or `{ cid }` (any other state: only whether it
+ * happened matters, and every column read back costs parsing), or undefined
+ * when the move is not allowed (gone, or final already: a duplicate job must
+ * not redo it).
  */
-export async function transition(
-  sql: Sql, cid: string, to: CommandState,
-  fields: { result?: unknown; error?: unknown; expirySec?: number; progress?: { done: number; total: number | null } } = {},
-): Promise<CommandRow | undefined> {
-  const { rows } = await sql.query<CommandRow>(
+export async function transition(sql: Sql, cid: string, to: 'running', fields?: TransitionFields): Promise<CommandRow | undefined>;
+export async function transition(sql: Sql, cid: string, to: CommandState, fields?: TransitionFields): Promise<{ cid: string } | undefined>;
+export async function transition(sql: Sql, cid: string, to: CommandState, fields: TransitionFields = {}): Promise<{ cid: string } | undefined> {
+  const { rows } = await sql.query<{ cid: string }>(
     `UPDATE commands SET state = $2, updated = now(),
        attempts = attempts + CASE WHEN $2 = 'running' THEN 1 ELSE 0 END,
        result = COALESCE($3, result), error = COALESCE($4, error),
@@ -54,12 +60,20 @@ export async function transition(
        progress_done = CASE WHEN $7::boolean THEN $8 ELSE progress_done END,
        progress_total = CASE WHEN $7::boolean THEN $9 ELSE progress_total END
      WHERE cid = $1 AND state = ANY($6::text[])
-     RETURNING ${COLS}`,
+     RETURNING ${to === 'running' ? COLS : 'cid'}`,
     [cid, to, fields.result === undefined ? null : JSON.stringify(fields.result),
       fields.error === undefined ? null : JSON.stringify(fields.error), fields.expirySec ?? null, statesMovingTo(to),
       fields.progress !== undefined, fields.progress?.done ?? null, fields.progress?.total ?? null],
   );
   return rows[0];
+}
+
+/** What a transition writes besides the state. */
+export interface TransitionFields {
+  result?: unknown;
+  error?: unknown;
+  expirySec?: number;
+  progress?: { done: number; total: number | null };
 }
 
 export async function setProgress(sql: Sql, cid: string, done: number, total: number | null): Promise<void> {

@@ -226,7 +226,20 @@ export async function subtree(sql: Sql, sid: string, uuid: string): Promise<Entr
 export interface LockedSubtree {
   root: EntryRow;
   size: number;
+  /** With `users`: the tasks in status processing that use an entry of the subtree. */
+  users?: TaskRef[];
 }
+
+type TaskRow = { tid: string; sid: string; status: string };
+const taskRef = (r: TaskRow): TaskRef => ({ ...r, href: `/v1/services/${encodeURIComponent(r.sid)}/tasks/${r.tid}` });
+
+/** The tasks in status processing whose input lists use an entry of the CTE `t` (its `uuid`s), as a JSON array. */
+const USERS_OF_T = `(
+  SELECT coalesce(json_agg(u ORDER BY u.tid), '[]'::json) FROM (
+    SELECT DISTINCT k.tid, k.sid, k.status FROM list_items i
+      JOIN lists l ON l.lid = i.lid AND l.kind = 'input'
+      JOIN tasks k ON k.tid = l.tid
+    WHERE i.doc_uuid = ANY (ARRAY(SELECT uuid FROM t)) AND k.status = 'processing') u)`;
 
 /**
  * Locks the entry and every entry below it (`FOR UPDATE`) for the rest of the
@@ -237,20 +250,27 @@ export interface LockedSubtree {
  * run one after the other. Rows are locked in uuid order, one global order,
  * so overlapping subtrees cannot deadlock.
  */
-export async function lockSubtree(tx: Sql, sid: string, uuid: string): Promise<LockedSubtree | undefined> {
+export async function lockSubtree(tx: Sql, sid: string, uuid: string, opts: { users?: boolean } = {}): Promise<LockedSubtree | undefined> {
   // One statement: every row of the subtree locked (in uuid order, so two lockers cannot deadlock),
   // the root's columns read from its locked (latest) version, the others' left null: only counted.
+  // Only collections are descended into, and the rows are locked through the primary key
+  // (= ANY of the ids found): the planner cannot tell a document's empty subtree from a large
+  // collection's, and joined the table by sequential scans, twice per locked document.
+  // With `users`, the root's row also carries the tasks using the subtree (a delete's in-use rule, same round trip).
   const rootOnly = COLS.split(',').map((c) => c.trim()).map((c) => (c === 'uuid' ? 'e.uuid' : `CASE WHEN e.uuid = $2 THEN e.${c} END AS ${c}`));
-  const { rows } = await tx.query<EntryRow>(
+  if (opts.users) rootOnly.push(`CASE WHEN e.uuid = $2 THEN ${USERS_OF_T} END AS users`);
+  const { rows } = await tx.query<EntryRow & { users?: TaskRow[] | null }>(
     `WITH RECURSIVE t AS (
-       SELECT uuid FROM entries WHERE sid = $1 AND uuid = $2
+       SELECT uuid, type FROM entries WHERE sid = $1 AND uuid = $2
        UNION ALL
-       SELECT e.uuid FROM entries e JOIN t ON e.parent = t.uuid
-     ) SELECT ${rootOnly.join(', ')} FROM entries e JOIN t ON e.uuid = t.uuid ORDER BY e.uuid FOR UPDATE OF e`,
+       SELECT e.uuid, e.type FROM entries e JOIN t ON e.sid = $1 AND e.parent = t.uuid WHERE t.type = 'collection'
+     ) SELECT ${rootOnly.join(', ')} FROM entries e WHERE e.sid = $1 AND e.uuid = ANY (ARRAY(SELECT uuid FROM t)) ORDER BY e.uuid FOR UPDATE OF e`,
     [sid, uuid],
   );
-  const root = rows.find((r) => r.uuid === uuid);
-  return root && { root, size: rows.length };
+  const found = rows.find((r) => r.uuid === uuid);
+  if (!found) return undefined;
+  const { users, ...root } = found;
+  return { root: root as EntryRow, size: rows.length, ...(opts.users ? { users: (users ?? []).map(taskRef) } : {}) };
 }
 
 /** Is `ancestor` the entry itself or above it? (moves into oneself are refused) */
@@ -275,7 +295,7 @@ export async function generation(sql: Sql, sid: string): Promise<number> {
 /** Tasks in status processing whose input lists use any of these documents. */
 export async function activeTasksUsing(sql: Sql, uuids: string[]): Promise<TaskRef[]> {
   if (uuids.length === 0) return [];
-  const { rows } = await sql.query<{ tid: string; sid: string; status: string }>(
+  const { rows } = await sql.query<TaskRow>(
     `SELECT DISTINCT t.tid, t.sid, t.status FROM list_items i
        JOIN lists l ON l.lid = i.lid AND l.kind = 'input'
        JOIN tasks t ON t.tid = l.tid
@@ -283,7 +303,29 @@ export async function activeTasksUsing(sql: Sql, uuids: string[]): Promise<TaskR
      ORDER BY t.tid`,
     [uuids],
   );
-  return rows.map((r) => ({ ...r, href: `/v1/services/${encodeURIComponent(r.sid)}/tasks/${r.tid}` }));
+  return rows.map(taskRef);
+}
+
+/**
+ * `getEntry` and `activeTasksUsing` over the entry's subtree in one statement
+ * (one round trip where a change of the entry first looks whether tasks use
+ * it). The root collection's users are not looked up (`users` is empty): no
+ * caller changes the root, and looking would walk the whole service.
+ */
+export async function getEntryWithUsers(sql: Sql, sid: string, uuid: string): Promise<{ entry: EntryRow; users: TaskRef[] } | undefined> {
+  const { rows } = await sql.query<EntryRow & { users: TaskRow[] }>(
+    `WITH RECURSIVE t AS (
+       SELECT uuid, type FROM entries WHERE sid = $1 AND uuid = $2 AND parent IS NOT NULL
+       UNION ALL
+       SELECT e.uuid, e.type FROM entries e JOIN t ON e.sid = $1 AND e.parent = t.uuid WHERE t.type = 'collection'
+     )
+     SELECT ${COLS}, ${USERS_OF_T} AS users FROM entries WHERE sid = $1 AND uuid = $2`,
+    [sid, uuid],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const { users, ...entry } = row;
+  return { entry: entry as EntryRow, users: users.map(taskRef) };
 }
 
 /** Of these document ids, the ones not used by any task in status processing. */

@@ -42,6 +42,14 @@ function checkMergedMetadata(metadata: Record<string, unknown>): void {
   throw new AppError('VALIDATION_FAILED', `the body is invalid: ${problem.message}`, { issues: [{ path, message: problem.message }] });
 }
 
+/** 409 `DOCUMENT_IN_USE` when tasks in status processing use the entry (`what`: the refused change, leading the message). */
+export function refuseUsers(tasks: TaskRef[], what?: string): void {
+  if (tasks.length > 0) {
+    const message = `the document is used by ${tasks.length} task(s) in status processing`;
+    throw new AppError('DOCUMENT_IN_USE', what ? `${what}: ${message}` : message, { tasks });
+  }
+}
+
 /**
  * Repository operations of the Document Workflow API for every repository
  * connector: rights, the "document in use" rule, name rules, and keeping rows
@@ -199,31 +207,50 @@ export class RepositoryService {
   }
 
   async refuseIfInUse(sid: string, entry: EntryRow, what: string): Promise<void> {
-    const tasks = await this.activeTasks(sid, entry);
-    if (tasks.length > 0) {
-      throw new AppError('DOCUMENT_IN_USE', `${what}: the document is used by ${tasks.length} task(s) in status processing`, { tasks });
+    refuseUsers(await this.activeTasks(sid, entry), what);
+  }
+
+  /**
+   * `get` with the tasks in status processing that use the entry or anything
+   * below it (`refuseUsers` turns them into the 409), in one query unless the
+   * backend refreshes entries from elsewhere. Rights are checked before the
+   * caller looks at the users, so 404 and 403 come first. The root
+   * collection's users are not looked up (empty): callers refuse to change it.
+   */
+  async getWithUsers(p: Principal, sid: string, uuid: string, action: 'write' | 'delete'): Promise<{ entry: EntryRow; users: TaskRef[] }> {
+    const { backend } = this.backend(sid);
+    if (backend.refresh) {
+      const entry = await this.get(p, sid, uuid, action);
+      return { entry, users: entry.parent === null ? [] : await this.activeTasks(sid, entry) };
     }
+    const found = await store.getEntryWithUsers(this.db, sid, uuid);
+    if (!found) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+    this.authorize(p, found.entry, action);
+    return found;
   }
 
   async remove(p: Principal, sid: string, uuid: string, force: boolean): Promise<void> {
-    const entry = await this.get(p, sid, uuid, 'delete');
+    const { entry, users } = force ? { entry: await this.get(p, sid, uuid, 'delete'), users: [] } : await this.getWithUsers(p, sid, uuid, 'delete');
     if (entry.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
-    if (!force) await this.refuseIfInUse(sid, entry, 'cannot delete');
+    refuseUsers(users, 'cannot delete');
     if (!(await this.removeEntry(sid, uuid))) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
   }
 
   /**
    * Deletes the entry, everything below it and the backend's objects (no
    * rights checked: callers did). Returns how many entries went; 0 when the
-   * entry was gone already.
+   * entry was gone already. With `unlessInUse`, a task in status processing
+   * using anything in the locked subtree refuses the delete (409
+   * `DOCUMENT_IN_USE`), checked under the locks.
    */
-  async removeEntry(sid: string, uuid: string): Promise<number> {
+  async removeEntry(sid: string, uuid: string, opts: { unlessInUse?: boolean } = {}): Promise<number> {
     const { backend } = this.backend(sid);
     return this.db.transaction(async (tx) => {
       // Locks the entry and everything below: a content write or rename in there waits, then finds it gone.
-      const locked = await store.lockSubtree(tx, sid, uuid);
+      const locked = await store.lockSubtree(tx, sid, uuid, { users: opts.unlessInUse });
       if (!locked) return 0;
       if (locked.root.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
+      if (opts.unlessInUse) refuseUsers(locked.users ?? []);
       await store.deleteEntry(tx, sid, uuid);
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
       await backend.remove(locked.root);

@@ -118,6 +118,17 @@ describe('entries', () => {
     const delHolder = await api.delete(`${base}/${holder.uuid}`);
     expect(delHolder.status).toBe(409);
     expect(delHolder.body.details.tasks).toHaveLength(1);
+    // launches of delete and move commands are refused the same way (entry and users in one query)
+    const launchDel = await api.post(`${base}/command`, { command: 'delete', parameters: { source: holder.uuid } });
+    expect(launchDel.status).toBe(409);
+    expect(launchDel.body.details.tasks).toEqual([{ tid, sid: 'store', href: `/v1/services/store/tasks/${tid}`, status: 'processing' }]);
+    const dest = await mk('move-dest', 'collection');
+    const launchMove = await api.post(`${base}/command`, { command: 'move', parameters: { source: inner.uuid, target: dest.uuid } });
+    expect(launchMove.status).toBe(409);
+    expect(launchMove.body.code).toBe('DOCUMENT_IN_USE');
+    // a delete command's run checks again, on the locked subtree (a task may have started since the launch)
+    await expect(rt.services.repository.removeEntry('store', holder.uuid, { unlessInUse: true })).rejects.toMatchObject({ code: 'DOCUMENT_IN_USE' });
+    expect((await api.get(`${base}/${inner.uuid}`)).status).toBe(200);
     // inactives leaves it out
     const other = await mk('idle.pdf');
     const inactive = await api.post('/v1/repo/inactives', [doc.uuid, other.uuid]);
