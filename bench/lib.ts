@@ -138,6 +138,12 @@ export function procMemory(pid: number): { rss: number; hwm: number } | undefine
 
 /** User+system CPU time of a process in seconds (from /proc/<pid>/stat). */
 export function procCpuSeconds(pid: number): number | undefined {
+  const split = procCpuSplit(pid);
+  return split && split.user + split.system;
+}
+
+/** User and system CPU time of a process in seconds, apart (system: syscalls, including loopback socket delivery). */
+export function procCpuSplit(pid: number): { user: number; system: number } | undefined {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -146,8 +152,7 @@ export function procCpuSeconds(pid: number): number | undefined {
   }
   // fields after the ")" of the command name; utime and stime are fields 14 and 15
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(rest[11]) + Number(rest[12]);
-  return ticks / 100; // USER_HZ is 100 on Linux
+  return { user: Number(rest[11]) / 100, system: Number(rest[12]) / 100 }; // USER_HZ is 100 on Linux
 }
 
 /** Machine-wide CPU jiffies (all cores) from /proc/stat: busy and total. */

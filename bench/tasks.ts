@@ -38,7 +38,7 @@ import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { backendPids, compileServers, cpuOf, fmt, jsonCall, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, spawnServer } from './lib.js';
+import { backendPids, compileServers, cpuOf, fmt, jsonCall, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procCpuSplit, spawnServer } from './lib.js';
 import { printSummary, summarizeProfile } from './profile.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
@@ -55,6 +55,8 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string' },
     /** Count the server's SQL statements during the timed part of the service phase (bench/server.ts --count-sql). */
     'count-sql': { type: 'boolean', default: false },
+    /** Extra node flags for the service's server (space-separated), e.g. V8 heap sizes to compare. */
+    'node-args': { type: 'string' },
     /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
     'profile-dir': { type: 'string' },
   },
@@ -150,11 +152,12 @@ async function sqlCounts(pid: number, file: string): Promise<Record<string, numb
 }
 
 async function service(compiledDir: string | undefined): Promise<{
-  seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; pgBackends: number;
+  seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number; serverSysMsPerTask?: number; pgCpuMsPerTask: number; pgBackends: number;
   sqlPerTask?: number; sql?: Record<string, number>;
 }> {
   const sqlFile = args['count-sql'] ? path.join(os.tmpdir(), `wcr-bench-tasks-sql-${process.pid}.json`) : undefined;
-  const server = await startServer(compiledDir, undefined, args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [],
+  const nodeArgs = [...(args['node-args']?.split(' ').filter(Boolean) ?? []), ...(args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [])];
+  const server = await startServer(compiledDir, undefined, nodeArgs,
     sqlFile ? ['--count-sql', sqlFile] : []);
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
@@ -176,6 +179,7 @@ async function service(compiledDir: string | undefined): Promise<{
     const pg0 = cpuOf(pids0);
     if (sqlFile) await sqlCounts(server.info.pid, sqlFile); // resets the count
     const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
+    const split0 = procCpuSplit(server.info.pid);
     window.fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
     await lanes(n, connections, async (i) => {
@@ -187,12 +191,14 @@ async function service(compiledDir: string | undefined): Promise<{
     const seconds = (performance.now() - t0) / 1000;
     window.toUs = Number(process.hrtime.bigint() / 1000n);
     const serverCpuMsPerTask = (((procCpuSeconds(server.info.pid) ?? 0) - cpu0) * 1000) / n;
+    const split1 = procCpuSplit(server.info.pid);
+    const serverSysMsPerTask = split0 && split1 ? ((split1.system - split0.system) * 1000) / n : undefined;
     const sql = sqlFile ? await sqlCounts(server.info.pid, sqlFile) : undefined;
     const pids1 = [...new Set([...pids0, ...(await backendPids(DATABASE_URL, schema))])];
     const pgCpuMsPerTask = ((cpuOf(pids1) - pg0) * 1000) / n;
     if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
     return {
-      seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, pgCpuMsPerTask, pgBackends: pids1.length,
+      seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, serverSysMsPerTask, pgCpuMsPerTask, pgBackends: pids1.length,
       ...(sql ? { sqlPerTask: Object.values(sql).reduce((a, b) => a + b, 0) / n, sql } : {}),
     };
   } finally {
@@ -265,7 +271,7 @@ printTable(['what', 'seconds', 'per second'], [
   [`bare BullMQ: ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
 ]);
-console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
+console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
 if (ours.sql) {
   console.log(`SQL statements sent per task: ${fmt(ours.sqlPerTask!, 2)}`);
   for (const [text, count] of Object.entries(ours.sql)) if (count / n >= 0.01) console.log(`  ${fmt(count / n, 2).padStart(6)}  ${text}`);

@@ -20,7 +20,8 @@ export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Midd
       ctx.state.body = undefined;
       return next();
     }
-    if (!ctx.is('application/json', 'application/*+json')) {
+    // the common header is taken as is; anything else (parameters, +json types, case) goes through type-is
+    if (ctx.get('content-type') !== 'application/json' && !ctx.is('application/json', 'application/*+json')) {
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', `expected Content-Type application/json, got ${ctx.get('content-type') || 'none'}`);
     }
     const raw = await getRawBody(requestBody(ctx), { length, limit, encoding: 'utf8' });

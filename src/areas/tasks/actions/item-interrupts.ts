@@ -39,8 +39,9 @@ export class ItemInterrupts {
     const ctl = new AbortController();
     const entry = { run, ctl };
     const onJob = () => ctl.abort(new ItemInterrupted('shutdown'));
+    // no `once` option (its options object costs on every item): `done` removes the listener, and a second abort is a no-op
     if (jobSignal.aborted) onJob();
-    else jobSignal.addEventListener('abort', onJob, { once: true });
+    else jobSignal.addEventListener('abort', onJob);
     let set = this.running.get(tid);
     if (!set) this.running.set(tid, (set = new Set()));
     set.add(entry);

@@ -1,7 +1,7 @@
 import { ItemInterrupted, applyEffect, type ItemEffect, type ItemReport, type TaskItem, type TasksFacet } from '../../../connectors/facets/tasks.js';
 import type { ConnectorRegistry } from '../../../connectors/registry.js';
 import { stateStore } from '../../../connectors/lifecycle/state-store.js';
-import { outboxPort } from '../../../connectors/ports.js';
+import { outboxPort, type ConnectorStateStore, type OutboxPort } from '../../../connectors/ports.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import type { JobContext, JobData } from '../../../queue/jobs.js';
@@ -44,7 +44,8 @@ export class ItemRunner {
     // stored did not, the status is derived once more after it committed (also when the job stops early)
     const progress = { unsettled: false };
     try {
-      for (const [i, row] of items.entries()) {
+      for (let i = 0; i < items.length; i++) {
+        const row = items[i]!;
         if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
         // the first item was read open a moment ago; a later one is checked again (a pause or abort meanwhile)
         if (i > 0 && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
@@ -95,15 +96,21 @@ export class ItemRunner {
       return applied;
     };
     try {
-      const log = this.d.log;
+      const { log, outbox, db } = this.d;
       let child: Logger | undefined;
+      let ports: OutboxPort | undefined;
+      let state: ConnectorStateStore | undefined;
       await facet.runItem(item, {
-        // made on first use: most items never log, and a child logger per item is not free
+        // made on first use: most items never log or reach their ports (the mock reports only), and each is an object per item
         get log() {
           return (child ??= log.child({ sid: item.sid, tid: item.tid, item: item.id }));
         },
-        outbox: outboxPort(this.d.outbox, this.d.db),
-        state: stateStore(this.d.db, item.sid),
+        get outbox() {
+          return (ports ??= outboxPort(outbox, db));
+        },
+        get state() {
+          return (state ??= stateStore(db, item.sid));
+        },
         signal: tracked.signal,
         report,
       });
