@@ -215,7 +215,9 @@ export async function subtree(sql: Sql, sid: string, uuid: string): Promise<Entr
     `WITH RECURSIVE t AS (
        SELECT ${COLS}, 0 AS depth FROM entries WHERE sid = $1 AND uuid = $2
        UNION ALL
-       SELECT ${COLS.split(',').map((c) => `e.${c.trim()}`).join(', ')}, t.depth + 1 FROM entries e JOIN t ON e.parent = t.uuid
+       SELECT ${COLS.split(',').map((c) => `e.${c.trim()}`).join(', ')}, t.depth + 1 FROM entries e
+       -- within the service (the (sid, parent, name) index), and only below collections: no scan of the whole table per level
+       JOIN t ON e.sid = $1 AND e.parent = t.uuid WHERE t.type = 'collection'
      ) SELECT ${COLS} FROM t ORDER BY depth, name`,
     [sid, uuid],
   );
