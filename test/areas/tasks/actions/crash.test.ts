@@ -53,11 +53,17 @@ describe('task work survives crashes', () => {
     const { tid, items: ids } = await createTask(tx(cluster.db), { sid: 'demo', items: items(1000, 10) });
     const worker1 = await cluster.startWorker();
     expect((await cluster.call('POST', `/v1/services/demo/tasks/${tid}/action`, { action: 'start' })).status).toBe(204);
-    await eventually(async () => ((await outcomes(sql(), tid)).done ?? 0) >= 150 ? true : undefined, 120_000, 50);
+    // killed while items are in their middle: some done, at least one reported running (an item is
+    // taken by a read and says running from its first report on), the rest still queued
+    await eventually(async () => {
+      const now = await outcomes(sql(), tid);
+      return (now.done ?? 0) >= 150 && (now.running ?? 0) > 0 ? true : undefined;
+    }, 120_000, 20);
     await kill(worker1);
     const atKill = await outcomes(sql(), tid);
     expect(atKill.done).toBeLessThan(1000);
-    expect(atKill.running ?? 0).toBeGreaterThan(0); // killed with items in their middle
+    // the running item seen just before the kill may have finished in between; others are still open
+    expect((atKill.running ?? 0) + (atKill.queued ?? 0)).toBeGreaterThan(0);
 
     const worker2 = await cluster.startWorker();
     await eventually(async () => ((await statuses([tid]))[0]!.status === 'processing' ? undefined : true), 180_000, 250);
