@@ -279,15 +279,8 @@ function concatSql(xs: string[]): string {
   return `(${concatSql(xs.slice(0, half))} || ${concatSql(xs.slice(half))})`;
 }
 
-const projections = new Map<string, string>();
-
-/** A listed job's JSON text (`{"id":1,…}`) for the presented fields (`$select`, else all), built once per field list. */
-function rowJson(select: readonly string[] | undefined, retention: RetentionDefaults): string {
-  const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELDS.map(([n]) => n);
-  const key = `${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
-  let p = projections.get(key);
-  if (p) return p;
-  // the row's pieces in order, adjacent literals merged (`,"created":"`)
+/** The pieces of a listed row's JSON text for these fields, in order, adjacent literals merged (`,"created":"`). */
+function rowParts(names: readonly string[], retention: RetentionDefaults): Part[] {
   const parts: Part[] = [];
   const push = (x: Part) => {
     const prev = parts[parts.length - 1];
@@ -300,7 +293,23 @@ function rowJson(select: readonly string[] | undefined, retention: RetentionDefa
     for (const x of typeof f === 'function' ? [f(retention)] : typeof f === 'string' ? [f] : f) push(x);
   });
   push({ lit: names.length ? '}' : '{}' });
-  p = concatSql(parts.map((x) => typeof x === 'string' ? `(${x})` : `'${x.lit}'`));
+  return parts;
+}
+const partSql = (x: Part) => typeof x === 'string' ? `(${x})` : `'${x.lit}'`;
+
+/** Each listed field's piece of the row's JSON text on its own (`',"status":"' || (status) || '"'`), for bench/print-listing-sql.ts. */
+export const listedFieldsSql = (retention: RetentionDefaults): string[] => LISTED_FIELDS.map(([name, f], i) =>
+  [{ lit: `${i === 0 ? '{' : ','}"${name}":` }, ...(typeof f === 'function' ? [f(retention)] : typeof f === 'string' ? [f] : f)].map(partSql).join(' || '));
+
+const projections = new Map<string, string>();
+
+/** A listed job's JSON text (`{"id":1,…}`) for the presented fields (`$select`, else all), built once per field list. */
+function rowJson(select: readonly string[] | undefined, retention: RetentionDefaults): string {
+  const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELDS.map(([n]) => n);
+  const key = `${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
+  let p = projections.get(key);
+  if (p) return p;
+  p = concatSql(rowParts(names, retention).map(partSql));
   if (projections.size < 200) projections.set(key, p);
   return p;
 }
