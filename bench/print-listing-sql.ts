@@ -36,13 +36,6 @@ const VARIANTS: Record<string, string> = {
   'x: row_to_json of presented columns': `SELECT row_to_json(j)::text FROM (SELECT id, status, printer, creator AS "user", owner, name, file_name AS "fileName", mime_type AS "mimeType", size, copies, priority, pages, flow, redirected_from AS "redirectedFrom", message, created, updated, finished, keep_tempfiles AS "keepTempfiles", attempts, next_attempt_at AS "nextAttempt" FROM print_jobs ${WHERE}) j`,
 };
 
-/** The row expression of the shipped listing statement (`… AS j`), split before each key but the first. */
-let shippedText = '';
-function shippedColumns(): string[] {
-  const start = shippedText.indexOf('(SELECT ') + '(SELECT '.length;
-  const row = shippedText.slice(start, shippedText.indexOf(' AS j', start));
-  return row.split(/ \|\| (?=',"\w+":')/);
-}
 /** Microseconds per row of `SELECT <expr> FROM print_jobs` (best of three). */
 async function perRow(client: pg.Client, expr: string): Promise<number> {
   let best = Infinity;
@@ -64,7 +57,8 @@ try {
             now() - i * interval '1 second', now() - i * interval '1 second', now() - i * interval '1 second'
      FROM generate_series(1, $1::int) AS i`, [100_000, ['processed', 'canceled', 'error', 'paused']]);
   await db.exec('ANALYZE print_jobs');
-  const { listJobs } = await import('../src/areas/print-jobs/print-job-store.js');
+  const { listJobs, listedFieldsSql } = await import('../src/areas/print-jobs/print-job-store.js');
+  let shippedText = '';
   const { parseODataQuery } = await import('../src/query/odata.js');
   const { JOB_FIELDS } = await import('../src/areas/print-jobs/job-fields.js');
   const q = parseODataQuery(`$filter=${encodeURIComponent("status eq 'processed' and printer eq 'p7'")}&$orderby=created desc&$top=100`, JOB_FIELDS);
@@ -97,7 +91,7 @@ try {
   await time('same page on this connection, LIMIT 100', backend, () => client.query({ name: 'limitLiteral', text: shippedText, values: ['processed', 'p7'] }));
   await time('same page, LIMIT $3 OFFSET $4 (custom plans)', backend, () => client.query({ name: 'limitParams', text: limitParams, values: ['processed', 'p7', 100, 0] }));
   // each field of the shipped statement over all 100,000 rows: PostgreSQL's cost per row
-  const cols = shippedColumns();
+  const cols = listedFieldsSql({ processed: 1, canceled: 1, error: 1, paused: 1 });
   const base = await perRow(client, 'count(*)');
   for (const c of cols) console.log(`  ${((await perRow(client, `count(${c})`)) - base).toFixed(3)} µs/row  ${c.slice(0, 110)}`);
   // the plan the shipped statement runs with once PostgreSQL switches to its generic plan

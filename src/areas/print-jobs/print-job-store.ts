@@ -215,9 +215,13 @@ const raw = (rewrite: 'c' | 's', col: string) => `chr(1) || '${rewrite}' || ${co
  * serialising them back was most of a listing's CPU in the API process
  * (bench/print-listing.ts, docs/benchmarks.md).
  */
-const LISTED_FIELDS: readonly [string, string | ((d: RetentionDefaults) => string)][] = [
+type Part = string | { lit: string };
+/** A timestamp that is never NULL, as a JSON string: the quotes are literals, merged into the key's. */
+const isoQuoted = (col: string): Part[] => [{ lit: '"' }, isoSql(col), { lit: '"' }];
+const LISTED_FIELDS: readonly [string, string | Part[] | ((d: RetentionDefaults) => string)][] = [
   ['id', 'id::text'],
-  ['status', jsonText('status')],
+  // one of the states the column's CHECK allows: nothing to escape
+  ['status', [{ lit: '"' }, 'status', { lit: '"' }]],
   ['printer', jsonText('printer')],
   ['user', orNull(jsonText('creator'))],
   ['owner', orNull(jsonText('owner'))],
@@ -233,8 +237,8 @@ const LISTED_FIELDS: readonly [string, string | ((d: RetentionDefaults) => strin
   ['flow', orNull(jsonText('flow'))],
   ['redirectedFrom', orNull(jsonText('redirected_from'))],
   ['message', orNull(jsonText('message'))],
-  ['created', `'"' || ${isoSql('created')} || '"'`],
-  ['updated', `'"' || ${isoSql('updated')} || '"'`],
+  ['created', isoQuoted('created')],
+  ['updated', isoQuoted('updated')],
   ['finished', orNull(`'"' || ${isoSql('finished')} || '"'`)],
   ['keepTempfiles', 'keep_tempfiles::text'],
   // most jobs have none
@@ -264,6 +268,39 @@ function retentionSql(d: RetentionDefaults): string {
     + ` || ',"deleteAfter":' || coalesce('"' || ${isoSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
 }
 
+/**
+ * `a || b || c …` as a balanced tree of `||`: PostgreSQL evaluates a chain left
+ * to right, copying the growing row at every step (about 50 steps for a
+ * 550-byte row); the tree copies each byte about log2(pieces) times.
+ */
+function concatSql(xs: string[]): string {
+  if (xs.length === 1) return xs[0]!;
+  const half = xs.length >> 1;
+  return `(${concatSql(xs.slice(0, half))} || ${concatSql(xs.slice(half))})`;
+}
+
+/** The pieces of a listed row's JSON text for these fields, in order, adjacent literals merged (`,"created":"`). */
+function rowParts(names: readonly string[], retention: RetentionDefaults): Part[] {
+  const parts: Part[] = [];
+  const push = (x: Part) => {
+    const prev = parts[parts.length - 1];
+    if (typeof x !== 'string' && prev !== undefined && typeof prev !== 'string') prev.lit += x.lit;
+    else parts.push(typeof x === 'string' ? x : { lit: x.lit });
+  };
+  names.forEach((name, i) => {
+    const f = LISTED_BY_NAME.get(name)!;
+    push({ lit: `${i === 0 ? '{' : ','}"${name}":` });
+    for (const x of typeof f === 'function' ? [f(retention)] : typeof f === 'string' ? [f] : f) push(x);
+  });
+  push({ lit: names.length ? '}' : '{}' });
+  return parts;
+}
+const partSql = (x: Part) => typeof x === 'string' ? `(${x})` : `'${x.lit}'`;
+
+/** Each listed field's piece of the row's JSON text on its own (`',"status":"' || (status) || '"'`), for bench/print-listing-sql.ts. */
+export const listedFieldsSql = (retention: RetentionDefaults): string[] => LISTED_FIELDS.map(([name, f], i) =>
+  [{ lit: `${i === 0 ? '{' : ','}"${name}":` }, ...(typeof f === 'function' ? [f(retention)] : typeof f === 'string' ? [f] : f)].map(partSql).join(' || '));
+
 const projections = new Map<string, string>();
 
 /** A listed job's JSON text (`{"id":1,…}`) for the presented fields (`$select`, else all), built once per field list. */
@@ -272,11 +309,7 @@ function rowJson(select: readonly string[] | undefined, retention: RetentionDefa
   const key = `${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
   let p = projections.get(key);
   if (p) return p;
-  const parts = names.map((name, i) => {
-    const f = LISTED_BY_NAME.get(name)!;
-    return `'${i === 0 ? '{' : ','}"${name}":' || ${typeof f === 'string' ? f : f(retention)}`;
-  });
-  p = parts.length ? `${parts.join(' || ')} || '}'` : `'{}'`;
+  p = concatSql(rowParts(names, retention).map(partSql));
   if (projections.size < 200) projections.set(key, p);
   return p;
 }
