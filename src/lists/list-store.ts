@@ -4,7 +4,7 @@ import { throwSqlError } from '../errors/sql-errors.js';
 import { fieldMap } from '../query/fields.js';
 import type { ListQuery } from '../query/tree.js';
 import { toSql } from '../query/to-sql.js';
-import type { CopyIn, Sql, Tx } from '../storage/driver/database.js';
+import type { Sql, Tx } from '../storage/driver/database.js';
 import { docRef, type DocRef } from './doc-href.js';
 import { itemId, writeItemId } from './item-id.js';
 import { batchesOf, type ListItem, type Metadata } from './formats/index.js';
@@ -98,8 +98,6 @@ export const INSERT_CHUNK = 2000;
  * statement's transition table (the lid trigger) still fits in `work_mem`.
  */
 export const COPY_CHUNK = 10_000;
-/** Bytes of a streamed COPY written before they are sent (`Tx.copyStream`). */
-const COPY_PIECE = 128 * 1024;
 
 // ---------------------------------------------------------------- lists
 
@@ -444,37 +442,6 @@ class CopyRows {
     this.rows++;
   }
 
-  /** Bytes written since the last `piece()` or the COPY's start. */
-  get pending(): number {
-    return this.length;
-  }
-
-  /**
-   * The COPY's bytes written so far, for `CopyIn.write` (which copies them
-   * before it returns): the buffer is written again from its start, the COPY
-   * goes on.
-   */
-  piece(): Buffer {
-    const out = this.buf.subarray(0, this.length);
-    this.length = 0;
-    return out;
-  }
-
-  /**
-   * The last bytes of the COPY with its trailer, for `CopyIn.write`; call
-   * `restart()` once they are written (the next COPY's header goes into
-   * the same buffer).
-   */
-  finish(): Buffer {
-    this.ensure(2);
-    this.length = this.buf.writeInt16BE(-1, this.length);
-    return this.buf.subarray(0, this.length);
-  }
-
-  restart(): void {
-    this.start();
-  }
-
   /**
    * The COPY data so far with its trailer; the next rows start a new one, in
    * the buffer given back by `sent()` when there is one (two buffers in turn,
@@ -514,9 +481,8 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
   const { rows } = await tx.query<{ lid: string; item_count: number }>('SELECT lid, item_count FROM lists WHERE lid = $1 FOR UPDATE', [lid]);
   if (!rows[0]) throw new AppError('LIST_NOT_FOUND', 'the list does not exist');
   const base = rows[0].item_count;
-  const stream = tx.copyStream?.bind(tx);
-  const copy = stream ? undefined : tx.copyFrom?.bind(tx);
-  const chunk = chunkRows ?? (copy || stream ? COPY_CHUNK : INSERT_CHUNK);
+  const copy = tx.copyFrom?.bind(tx);
+  const chunk = chunkRows ?? (copy ? COPY_CHUNK : INSERT_CHUNK);
   let count = 0;
   let pending: StoreItem[] = [];
   const copyRows = new CopyRows(rows[0].lid);
@@ -541,31 +507,9 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
       pending = [];
     }
   };
-  // streamed COPYs: the open one takes rows as they are written, in pieces; the one before it may still be running
-  let open: CopyIn | undefined;
-  const endChunk = async () => {
-    const ending = open!;
-    open = undefined;
-    ending.write(copyRows.finish());
-    copyRows.restart();
-    const done = ending.end();
-    if (inFlight) await inFlight;
-    send(done);
-  };
   try {
     for await (const batch of batchesOf(items, chunk)) {
-      if (stream) {
-        for (let i = 0; i < batch.length; i++) {
-          const item = batch[i]!;
-          const ref = item.doc !== undefined ? item.doc : docRef(item.href);
-          // the statement is queued behind the COPY before it; rows written until it starts are kept by the driver
-          open ??= stream(COPY_ITEMS);
-          copyRows.add(base + count, item.href, ref ?? null, JSON.stringify(item.metadata));
-          count++;
-          if (copyRows.rows >= chunk) await endChunk();
-          else if (copyRows.pending >= COPY_PIECE) open.write(copyRows.piece());
-        }
-      } else if (copy) {
+      if (copy) {
         for (let i = 0; i < batch.length; i++) {
           const item = batch[i]!;
           const ref = item.doc !== undefined ? item.doc : docRef(item.href);
@@ -581,12 +525,9 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
         }
       }
     }
-    if (open) await endChunk();
     await flush();
     if (inFlight) await inFlight;
   } finally {
-    // a COPY left open (a bad row, a failed statement) is failed so the connection can roll back
-    open?.abort('the import stopped');
     // on a parse error, wait for the statement in flight before the caller rolls back
     if (inFlight) await inFlight.catch(() => undefined);
   }

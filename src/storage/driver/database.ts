@@ -31,23 +31,6 @@ export interface Tx extends Sql {
    * and callers fall back to multi-row INSERTs.
    */
   copyFrom?(statement: string, data: string | Buffer): Promise<number>;
-  /**
-   * Starts `COPY … FROM STDIN` and returns at once: the data is written in
-   * pieces as the caller has them (sent when the server has taken the
-   * statement, queued until then), so the server works on the first rows
-   * while the next are made. Drivers without it leave it out.
-   */
-  copyStream?(statement: string): CopyIn;
-}
-
-/** A COPY FROM STDIN in progress (`Tx.copyStream`). */
-export interface CopyIn {
-  /** Sends `data` (copied before it returns, so the caller may reuse its buffer); ignored once the COPY failed. */
-  write(data: Buffer): void;
-  /** Ends the data; resolves with the number of rows, rejects with the server's error. */
-  end(): Promise<number>;
-  /** Fails the COPY (CopyFail) so the connection leaves COPY mode; its promise then rejects. */
-  abort(reason: string): void;
 }
 
 /** True when `sql` is a transaction (it has `afterCommit`), not the autocommitting database. */

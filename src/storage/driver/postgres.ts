@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { runAfterCommit, type Database, type CopyIn, type QueryResult, type Tx } from './database.js';
+import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
 import { pgListen } from './pg-listener.js';
 
 // bigint counts and sizes fit comfortably in a double here; keep them numbers.
@@ -78,7 +78,6 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
         },
         afterCommit: (cb) => void committed.push(cb),
         copyFrom: (statement, data) => copyIn(client, statement, data),
-        copyStream: (statement) => copyStream(client, statement),
       };
       try {
         await client.query('BEGIN');
@@ -169,86 +168,4 @@ function copyIn(client: pg.PoolClient, statement: string, data: string | Buffer)
     };
     (client as unknown as { query(s: unknown): unknown }).query(submittable);
   });
-}
-
-interface CopyConnection {
-  sendCopyFromChunk(b: Buffer): void;
-  endCopyFrom(): void;
-  sendCopyFail(msg: string): void;
-}
-
-/**
- * `COPY … FROM STDIN` whose data is written in pieces (`Tx.copyStream`):
- * pieces written before the server's CopyInResponse are kept (copied) and
- * sent with it; later ones go out at once (pg copies them into its message).
- * After a server error, writes are dropped (the server would ignore them);
- * `abort` sends CopyFail so the connection is usable for the rollback.
- */
-function copyStream(client: pg.PoolClient, statement: string): CopyIn {
-  let connection: CopyConnection | undefined;
-  let queued: Buffer[] = [];
-  let ended = false;
-  let failed = false;
-  let aborted: string | undefined;
-  let rows = 0;
-  let resolveDone!: (n: number) => void;
-  let rejectDone!: (err: unknown) => void;
-  const done = new Promise<number>((resolve, reject) => {
-    resolveDone = resolve;
-    rejectDone = reject;
-  });
-  // an error is seen by whoever awaits end(); until then it must not count as unhandled
-  done.catch(() => undefined);
-  const submittable = {
-    submit(conn: { query(text: string): void }) {
-      conn.query(statement);
-    },
-    handleCopyInResponse(conn: CopyConnection) {
-      connection = conn;
-      if (aborted !== undefined) {
-        conn.sendCopyFail(aborted);
-        return;
-      }
-      for (const piece of queued) conn.sendCopyFromChunk(piece);
-      queued = [];
-      if (ended) conn.endCopyFrom();
-    },
-    handleCommandComplete(msg: { text?: string }) {
-      rows = Number(/(\d+)$/.exec(msg.text ?? '')?.[1] ?? 0);
-    },
-    handleError(err: Error) {
-      failed = true;
-      queued = [];
-      rejectDone(err);
-    },
-    handleReadyForQuery() {
-      resolveDone(rows);
-    },
-    handleRowDescription() {},
-    handleDataRow() {},
-    handlePortalSuspended() {},
-    handleEmptyQuery() {},
-    handleCopyData() {},
-  };
-  (client as unknown as { query(s: unknown): unknown }).query(submittable);
-  return {
-    write(data) {
-      if (failed || ended || aborted !== undefined) return;
-      if (connection) connection.sendCopyFromChunk(data);
-      else queued.push(Buffer.from(data));
-    },
-    end() {
-      if (!ended && aborted === undefined) {
-        ended = true;
-        if (connection && !failed) connection.endCopyFrom();
-      }
-      return done;
-    },
-    abort(reason) {
-      if (ended || failed || aborted !== undefined) return;
-      aborted = reason;
-      queued = [];
-      if (connection) connection.sendCopyFail(reason);
-    },
-  };
 }
