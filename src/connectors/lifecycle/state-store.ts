@@ -11,6 +11,17 @@ interface Row {
 /** Escapes LIKE wildcards so a prefix is matched literally. */
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** `put`'s conflict clause: the new value replaces the old. */
+const PUT_CONFLICT = 'ON CONFLICT (sid, key) DO UPDATE SET value = EXCLUDED.value, updated = now()';
+
+/**
+ * `increment`'s conflict clause (the row aliased `s`), adding the parameter
+ * `by`: a value that is not a number counts as 0 (jsonb_typeof), so a counter
+ * never fails on old data.
+ */
+const incrementConflict = (by: string) => `ON CONFLICT (sid, key) DO UPDATE SET updated = now(), value = to_jsonb(
+      CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value #>> '{}')::numeric ELSE 0 END + ${by}::bigint)`;
+
 /**
  * A `StateEffect` as the body of a data-modifying CTE, applied once when the
  * CTE `gate` of the same statement has a row (so only when the statement's
@@ -22,12 +33,9 @@ export function effectSql(op: StateEffect['op'], gate: string, first: number): s
   const [sid, key, value] = [first, first + 1, first + 2].map((i) => `$${i}`);
   const when = `WHERE EXISTS (SELECT 1 FROM ${gate})`;
   if (op === 'put') {
-    return `INSERT INTO connector_state (sid, key, value) SELECT ${sid}, ${key}, ${value}::jsonb ${when}
-      ON CONFLICT (sid, key) DO UPDATE SET value = EXCLUDED.value, updated = now()`;
+    return `INSERT INTO connector_state (sid, key, value) SELECT ${sid}, ${key}, ${value}::jsonb ${when} ${PUT_CONFLICT}`;
   }
-  return `INSERT INTO connector_state AS s (sid, key, value) SELECT ${sid}, ${key}, to_jsonb(${value}::bigint) ${when}
-    ON CONFLICT (sid, key) DO UPDATE SET updated = now(), value = to_jsonb(
-      CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value #>> '{}')::numeric ELSE 0 END + ${value}::bigint)`;
+  return `INSERT INTO connector_state AS s (sid, key, value) SELECT ${sid}, ${key}, to_jsonb(${value}::bigint) ${when} ${incrementConflict(value!)}`;
 }
 
 /** The parameters of `effectSql(effect.op, …)`, in order. */
@@ -44,8 +52,7 @@ export function stateStore(db: Sql, sid: string): ConnectorStateStore {
     },
     async put(key, value) {
       await db.query(
-        `INSERT INTO connector_state (sid, key, value) VALUES ($1, $2, $3::jsonb)
-         ON CONFLICT (sid, key) DO UPDATE SET value = EXCLUDED.value, updated = now()`,
+        `INSERT INTO connector_state (sid, key, value) VALUES ($1, $2, $3::jsonb) ${PUT_CONFLICT}`,
         [sid, key, JSON.stringify(value)],
       );
     },
@@ -57,12 +64,8 @@ export function stateStore(db: Sql, sid: string): ConnectorStateStore {
       return rowCount > 0;
     },
     async increment(key, by = 1) {
-      // a value that is not a number counts as 0 (jsonb_typeof), so a counter never fails on old data
       const { rows } = await db.query<{ value: number }>(
-        `INSERT INTO connector_state AS s (sid, key, value) VALUES ($1, $2, to_jsonb($3::bigint))
-         ON CONFLICT (sid, key) DO UPDATE SET updated = now(), value = to_jsonb(
-           CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value #>> '{}')::numeric ELSE 0 END + $3::bigint)
-         RETURNING value`,
+        `INSERT INTO connector_state AS s (sid, key, value) VALUES ($1, $2, to_jsonb($3::bigint)) ${incrementConflict('$3')} RETURNING value`,
         [sid, key, by],
       );
       return Number(rows[0]!.value);

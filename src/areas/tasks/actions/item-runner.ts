@@ -22,7 +22,7 @@ export interface RunnerDeps {
 /**
  * Runs one `task.items` job: the open items of one chunk of a task run, one
  * after another, through the service's `TasksFacet.runItem`. Idempotent: an
- * item is taken only while its row is open under this run (`claimItem`), and
+ * item is run only while its row is open under this run (`itemOpen`), and
  * a final report plus the connector's effect is one statement (or one
  * transaction, for an effect given as a function) that a final row refuses,
  * so a retried, re-delivered or reconciled job never redoes a finished item.
@@ -48,7 +48,7 @@ export class ItemRunner {
         const row = items[i]!;
         if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
         // the first item was read open a moment ago; a later one is checked again (a pause or abort meanwhile)
-        if (i > 0 && !(await store.claimItem(this.d.db, tid, row.item, run))) continue;
+        if (i > 0 && !(await store.itemOpen(this.d.db, tid, row.item, run))) continue;
         const item: TaskItem = {
           sid, tid, id: row.item, index: row.position, href: row.href,
           // effective metadata, lowest priority first: document, task, input list, item
@@ -62,11 +62,10 @@ export class ItemRunner {
   }
 
   /**
-   * Runs one claimed item; true when a final report of it was stored.
-   * `progress.unsettled` says whether the last final report stored left the
-   * task's status to be derived again after its commit.
+   * Runs one open item. `progress.unsettled` says whether the last final
+   * report stored left the task's status to be derived again after its commit.
    */
-  private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext, progress: { unsettled: boolean }): Promise<boolean> {
+  private async runOne(facet: TasksFacet, item: TaskItem, run: number, job: JobContext, progress: { unsettled: boolean }): Promise<void> {
     const tracked = this.d.interrupts.track(item.tid, run, job.signal);
     let final = false;
     const report = async (r: Omit<ItemReport, 'item'>, effect?: ItemEffect): Promise<boolean> => {
@@ -118,7 +117,7 @@ export class ItemRunner {
       const reason = tracked.signal.reason as unknown;
       if (tracked.signal.aborted && reason instanceof ItemInterrupted) {
         if (reason.by === 'shutdown') throw job.signal.reason ?? err; // runs again later
-        return final; // paused or aborted: the action has set the row already
+        return; // paused or aborted: the action has set the row already
       }
       // the connector failed: retried with the job, failed for good on its last attempt
       if (!job.finalAttempt) throw err;
@@ -129,6 +128,5 @@ export class ItemRunner {
     }
     // returned without a final report: handed off (its later states come through the ItemReporter)
     if (!final) await store.markHandedOff(this.d.db, item.tid, item.id, run);
-    return final;
   }
 }

@@ -134,7 +134,7 @@ export interface ChunkItem {
  * The open items of one job of a run, in list order, with the document's
  * metadata when the href names one; none unless the task still processes
  * this run (paused, aborted, restarted or deleted meanwhile). A read: the
- * first item is taken on this very answer (as `claimItem` would), the others
+ * first item is taken on this very answer (as `itemOpen` would), the others
  * are checked again when their turn comes.
  */
 export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
@@ -163,7 +163,7 @@ export async function chunkItems(sql: Sql, tid: string, run: number, chunk: numb
  * once and a duplicate job's report is refused. The row says `queued` until
  * the connector's first report (`cstats` shows `queued` as `running`).
  */
-export async function claimItem(sql: Sql, tid: string, item: string, run: number): Promise<boolean> {
+export async function itemOpen(sql: Sql, tid: string, item: string, run: number): Promise<boolean> {
   const { rows } = await sql.query<{ open: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM task_items t JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
        WHERE t.tid = $1 AND t.item = $2 AND t.run = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off) AS open`,
