@@ -4,8 +4,10 @@
  * leading slash). Stored beside the href (`doc_sid`, `doc_uuid`) so "is this
  * document used by a task" and `inputDocument` searches use an index instead
  * of parsing hrefs. Anything else (an http(s) URL, a path) names no document.
+ * The grammar, as a regular expression (test/lists/doc-href.test.ts holds
+ * `docRef` to it): `^/?(?:v1/)?services/([^/?#]+)/repo/(<uuid>)/?$`, the sid
+ * percent-decoded, hrefs over 400 characters refused.
  */
-const REPO_HREF = /^\/?(?:v1\/)?services\/([^/?#]+)\/repo\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\/?$/;
 
 export interface DocRef {
   sid: string;
@@ -26,7 +28,7 @@ function isUuidAt(s: string, at: number): boolean {
 }
 
 /**
- * `REPO_HREF` by hand (a large import checks every row's href; this is
+ * The grammar above by hand (a large import checks every row's href; this is
  * several times faster than the expression, and test/lists/doc-href.test.ts
  * holds the two to the same answers).
  */
@@ -54,18 +56,4 @@ export function docRef(href: string): DocRef | undefined {
     }
   }
   return { sid, uuid: href.slice(at, at + 36).toLowerCase() };
-}
-
-/** The same answer through the regular expression: the reference the tests hold `docRef` to. */
-export function docRefByExpression(href: string): DocRef | undefined {
-  if (href.length > 400) return undefined;
-  const m = REPO_HREF.exec(href);
-  if (!m) return undefined;
-  let sid: string;
-  try {
-    sid = decodeURIComponent(m[1]!);
-  } catch {
-    return undefined;
-  }
-  return { sid, uuid: m[2]!.toLowerCase() };
 }

@@ -1,5 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { docRef, docRefByExpression } from '../../src/lists/doc-href.js';
+import { docRef, type DocRef } from '../../src/lists/doc-href.js';
+
+/** The grammar of `docRef` as a regular expression: the reference the hand-written parser is held to. */
+const REPO_HREF = /^\/?(?:v1\/)?services\/([^/?#]+)\/repo\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\/?$/;
+
+function docRefByExpression(href: string): DocRef | undefined {
+  if (href.length > 400) return undefined;
+  const m = REPO_HREF.exec(href);
+  if (!m) return undefined;
+  let sid: string;
+  try {
+    sid = decodeURIComponent(m[1]!);
+  } catch {
+    return undefined;
+  }
+  return { sid, uuid: m[2]!.toLowerCase() };
+}
 
 /** `docRef` (by hand, for speed) gives the regular expression's answer for every href. */
 
