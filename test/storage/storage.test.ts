@@ -5,7 +5,10 @@ import { migrate } from '../../src/storage/migrate.js';
 import { MIGRATIONS } from '../../src/storage/migrations/index.js';
 import * as entries from '../../src/areas/repository/entry-store.js';
 import { parseListQuery } from '../../src/query/list-query.js';
-import { bothDrivers } from '../helpers/databases.js';
+import pg from 'pg';
+import { bothDrivers, dropSchema } from '../helpers/databases.js';
+import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
+import { openPostgres } from '../../src/storage/driver/postgres.js';
 
 /** One storage suite, run against both drivers: PostgreSQL server and embedded PGlite. */
 const drivers = bothDrivers({ migrate: false, poolSize: 4 });
@@ -26,6 +29,14 @@ for (const [name, open] of drivers) {
       expect(await migrate(db)).toEqual([]);
       const { rows } = await db.query<{ id: number }>('SELECT id FROM schema_migrations');
       expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(MIGRATIONS.map((m) => m.id));
+    });
+
+    it('sessions write timestamps as ISO text in UTC, whatever the server defaults to', async () => {
+      const { rows } = await db.query<{ style: string; zone: string; text: string }>(
+        `SELECT current_setting('DateStyle') AS style, current_setting('TimeZone') AS zone, '2026-11-23T04:00:00.5Z'::timestamptz::text AS text`);
+      expect(rows[0]!.style).toMatch(/^ISO,/);
+      expect(rows[0]!.zone).toBe('UTC');
+      expect(rows[0]!.text).toBe('2026-11-23 04:00:00.5+00');
     });
 
     it('the root collection is created once, with a stable id', async () => {
@@ -83,3 +94,35 @@ for (const [name, open] of drivers) {
     });
   });
 }
+
+describe('postgres sessions under a role whose defaults differ', () => {
+  it('still write timestamps as ISO text in UTC (the listing and the driver\'s parser read that text)', async () => {
+    const role = uniqueName('role').replace(/[^a-z0-9_]/gi, '_').toLowerCase();
+    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await admin.connect();
+    const dbName = (await admin.query<{ db: string }>('SELECT current_database() AS db')).rows[0]!.db;
+    await admin.query(`CREATE ROLE "${role}" LOGIN`);
+    await admin.query(`ALTER ROLE "${role}" SET DateStyle = 'SQL, DMY'`);
+    await admin.query(`ALTER ROLE "${role}" SET TimeZone = 'America/New_York'`);
+    await admin.query(`GRANT CREATE ON DATABASE "${dbName}" TO "${role}"`);
+    const url = new URL(TEST_DATABASE_URL);
+    url.username = role;
+    url.password = '';
+    const schema = uniqueName('db');
+    try {
+      const db = await openPostgres({ url: url.toString(), schema, poolSize: 1 });
+      try {
+        const { rows } = await db.query<{ text: string; at: Date }>(`SELECT '2026-11-23T04:00:00.5Z'::timestamptz::text AS text, '2026-11-23T04:00:00.5Z'::timestamptz AS at`);
+        expect(rows[0]!.text).toBe('2026-11-23 04:00:00.5+00');
+        expect(rows[0]!.at.toISOString()).toBe('2026-11-23T04:00:00.500Z');
+      } finally {
+        await db.close();
+      }
+    } finally {
+      await dropSchema(schema);
+      await admin.query(`REVOKE CREATE ON DATABASE "${dbName}" FROM "${role}"`);
+      await admin.query(`DROP ROLE "${role}"`);
+      await admin.end();
+    }
+  });
+});

@@ -13,7 +13,8 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
   if (opts.dir) mkdirSync(opts.dir, { recursive: true });
   const db = new PGlite(opts.dir, { parsers: { [types.INT8]: (v: string) => Number(v) } });
   await db.waitReady;
-  await db.exec(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"; SET search_path TO "${opts.schema}"`);
+  // the session settings of the server driver (postgres.ts): timestamps' text is ISO and UTC
+  await db.exec(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"; SET search_path TO "${opts.schema}"; SET TimeZone TO 'UTC'; SET DateStyle TO ISO`);
   const wrap = (res: { rows: unknown[]; affectedRows?: number }): QueryResult<never> => ({
     rows: res.rows as never[],
     rowCount: res.affectedRows ?? res.rows.length,

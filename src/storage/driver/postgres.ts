@@ -4,7 +4,8 @@ import { pgListen } from './pg-listener.js';
 
 // bigint counts and sizes fit comfortably in a double here; keep them numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-// Sessions run in UTC (see `options` below), so timestamptz arrives as
+// Sessions run in UTC with DateStyle ISO (see `options` below, whatever the
+// server's defaults), so timestamptz arrives as
 // "2026-11-22 04:17:47.44+00"; the engine's ISO parser is several times faster
 // than the generic one (timestamps are on every listed row).
 pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => new Date(`${v.replace(' ', 'T')}${/[+-]\d\d$/.test(v) ? ':00' : ''}`));
@@ -35,7 +36,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.poolSize,
-    options: `-c search_path="${opts.schema}" -c TimeZone=UTC`,
+    options: `-c search_path="${opts.schema}" -c TimeZone=UTC -c DateStyle=ISO`,
   });
   // An idle client that loses its server must not take the process down.
   pool.on('error', () => {});
