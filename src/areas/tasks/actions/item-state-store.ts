@@ -1,5 +1,5 @@
 import type { ItemReport, StateEffect } from '../../../connectors/facets/tasks.js';
-import { effectParams, effectSql } from '../../../connectors/lifecycle/state-store.js';
+import { effectColumns, effectsSql } from '../../../connectors/lifecycle/state-store.js';
 import type { FusedStatement } from '../../../outbox/outbox.js';
 import type { JobData } from '../../../queue/jobs.js';
 import type { Sql } from '../../../storage/driver/database.js';
@@ -130,26 +130,39 @@ export interface ChunkItem {
   doc_metadata: Record<string, unknown> | null;
 }
 
+/** One `task.items` job's chunk: the task, its run and the chunk's number. */
+export interface ChunkRef {
+  tid: string;
+  run: number;
+  chunk: number;
+}
+
 /**
- * The open items of one job of a run, in list order, with the document's
- * metadata when the href names one; none unless the task still processes
- * this run (paused, aborted, restarted or deleted meanwhile). A read: the
- * first item is taken on this very answer (as `itemOpen` would), the others
- * are checked again when their turn comes.
+ * The open items of jobs of runs, per chunk of `chunks` (in its order): each
+ * chunk's items in list order, with the document's metadata when the href
+ * names one; none unless the task still processes that run (paused,
+ * aborted, restarted or deleted meanwhile). One statement for every chunk,
+ * so the chunk reads of jobs starting at about the same time go together
+ * (`ItemRunner`'s `MicroBatcher`). A read: the first item is taken on this
+ * very answer (as `itemOpen` would), the others are checked again when their
+ * turn comes.
  */
-export async function chunkItems(sql: Sql, tid: string, run: number, chunk: number): Promise<ChunkItem[]> {
-  const { rows } = await sql.query<ChunkItem>(
-    `SELECT t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
+export async function chunkItems(sql: Sql, chunks: readonly ChunkRef[]): Promise<ChunkItem[][]> {
+  const { rows } = await sql.query<ChunkItem & { n: string }>(
+    `SELECT c.n, t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
        l.metadata AS list_metadata, e.metadata AS doc_metadata
-     FROM task_items t
+     FROM unnest($1::uuid[], $2::int[], $3::int[]) WITH ORDINALITY AS c(tid, run, chunk, n)
+     JOIN task_items t ON t.tid = c.tid AND t.run = c.run AND t.chunk = c.chunk
      JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
      JOIN list_items li ON li.id = t.item
      JOIN lists l ON l.lid = li.lid
      LEFT JOIN entries e ON e.uuid = li.doc_uuid AND e.sid = li.doc_sid
-     WHERE t.tid = $1 AND t.run = $2 AND t.chunk = $3 AND t.outcome IN ('queued', 'running') AND NOT t.handed_off
-     ORDER BY li.position, li.id`,
-    [tid, run, chunk]);
-  return rows;
+     WHERE t.outcome IN ('queued', 'running') AND NOT t.handed_off
+     ORDER BY c.n, li.position, li.id`,
+    [chunks.map((c) => c.tid), chunks.map((c) => c.run), chunks.map((c) => c.chunk)]);
+  const out: ChunkItem[][] = chunks.map(() => []);
+  for (const { n, ...item } of rows) out[Number(n) - 1]!.push(item);
+  return out;
 }
 
 /**
@@ -193,51 +206,69 @@ export async function writeReport(sql: Sql, tid: string, run: number, r: ItemRep
   return rowCount > 0;
 }
 
-/**
- * A final report (done, failed, aborted) with the connector's effect given as
- * data and the task's status derivation, as one autocommitted statement:
- * the report is stored as by `writeReport`, the effect applied only when it
- * is, and when no other item of the task is open the task moves to completed
- * or failed (as `settleTask`). The task's row is locked first (before the
- * item's, the order the actions take), so a pause or abort never deadlocks
- * with a report. `settled` is the new status; undefined when the task did
- * not move: then another item looked open to this statement, which may have
- * finished concurrently (its commit after this statement's snapshot), so the
- * caller settles once more after this commit (`settleTask`), as every
- * finishing job does: of two finishing at once, the later settle sees both.
- */
-export async function writeFinalReport(
-  sql: Sql, sid: string, tid: string, run: number, r: ItemReport, effect: StateEffect | undefined,
-): Promise<{ applied: boolean; settled: TaskStatus | undefined }> {
-  const { rows } = await sql.query<{ applied: boolean; settled: TaskStatus | null }>(finalReportSql(r.outcome, effect?.op), [
-    tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null,
-    derivedStatus({ failed: 1 }), derivedStatus({}), ...(effect ? effectParams(effect, sid) : [])]);
-  return { applied: rows[0]!.applied, settled: rows[0]!.settled ?? undefined };
+/** One final report of `writeFinalReports`: the item's task, run, report and the connector's effect as data. */
+export interface FinalReport {
+  sid: string;
+  tid: string;
+  run: number;
+  report: ItemReport;
+  effect: StateEffect | undefined;
 }
 
-/** The statement of `writeFinalReport` per outcome and kind of effect, built once (the same text is the same prepared statement). */
-const finalReportTexts = new Map<string, string>();
-function finalReportSql(outcome: ItemReport['outcome'], op: StateEffect['op'] | undefined): string {
-  const key = `${outcome} ${op ?? ''}`;
-  let text = finalReportTexts.get(key);
-  if (text === undefined) {
-    text = `WITH k AS (SELECT tid FROM tasks WHERE tid = $1 FOR NO KEY UPDATE),
-     rep AS (
-       UPDATE task_items t SET outcome = $4, job_id = $5, state = $6, href = COALESCE($7, t.href), message = $8, updated = now()
-       FROM k WHERE t.tid = $1 AND t.item = $2 AND t.run = $3 AND t.outcome IN (${REPLACES[outcome]})
-       RETURNING t.item),${op ? `
-     effect AS (${effectSql(op, 'rep', 11)}),` : ''}
-     settled AS (
-       UPDATE tasks SET status = CASE WHEN $4 <> 'done' OR EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND item <> $2 AND outcome <> 'done')
-           THEN $9 ELSE $10 END, modified = now()
-       WHERE tid = $1 AND status = 'processing' AND run = $3 AND EXISTS (SELECT 1 FROM rep)
-         AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = $1 AND item <> $2 AND outcome IN (${OPEN}))
-       RETURNING status)
-     SELECT EXISTS (SELECT 1 FROM rep) AS applied, (SELECT status FROM settled) AS settled`;
-    finalReportTexts.set(key, text);
-  }
-  return text;
+/**
+ * Final reports (done, failed, aborted) of items of different tasks (one per
+ * task), each with the connector's effect given as data and its task's
+ * status derivation, as one autocommitted statement, so the reports of jobs
+ * finishing at about the same time go together (`ItemRunner`'s
+ * `MicroBatcher`). Per report, exactly as on its own: the report is stored
+ * as by `writeReport` (only on a row still open under the run: a final row
+ * refuses a second report), the effect applied only when it is (effects of
+ * one key add up, or the last `put` wins), and when no other item of the
+ * task is open the task moves to completed or failed (as `settleTask`). The
+ * tasks' rows are locked first, in the order of their ids (before the
+ * items', the order the actions take), so neither a pause or abort nor
+ * another such statement ever deadlocks with it. Per report, `settled` is
+ * the new status; undefined when the task did not move: then another item
+ * looked open to this statement, which may have finished concurrently (its
+ * commit after this statement's snapshot), so the caller settles once more
+ * after this commit (`settleTask`), as every finishing job does: of two
+ * finishing at once, the later settle sees both.
+ */
+export async function writeFinalReports(sql: Sql, reports: readonly FinalReport[]): Promise<{ applied: boolean; settled: TaskStatus | undefined }[]> {
+  if (new Set(reports.map((f) => f.tid)).size !== reports.length) throw new Error('writeFinalReports: one report per task');
+  const col = <T>(f: (x: FinalReport) => T) => reports.map(f);
+  const { rows } = await sql.query<{ applied: boolean; settled: TaskStatus | null }>(FINAL_REPORTS_SQL, [
+    col((f) => f.tid), col((f) => f.report.item), col((f) => f.run), col((f) => f.report.outcome), col((f) => f.report.jobId),
+    col((f) => f.report.state.slice(0, 200)), col((f) => f.report.href ?? null), col((f) => f.report.message?.slice(0, 2000) ?? null),
+    derivedStatus({ failed: 1 }), derivedStatus({}),
+    ...effectColumns(reports.map((f) => f.effect && { sid: f.sid, effect: f.effect }))]);
+  return rows.map((r) => ({ applied: r.applied, settled: r.settled ?? undefined }));
 }
+
+const FINAL_OUTCOMES: readonly ItemReport['outcome'][] = ['done', 'failed', 'aborted'];
+if (FINAL_OUTCOMES.some((o) => REPLACES[o] !== OPEN)) throw new Error('writeFinalReports: a final report replaces every open outcome');
+
+/** The statement of `writeFinalReports` (one text: the same prepared statement for every batch). */
+const FINAL_REPORTS_SQL = `WITH i AS (SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+         $11::text[], $12::text[], $13::text[], $14::text[]) WITH ORDINALITY AS i(tid, item, run, outcome, job_id, state, href, message, e_sid, e_op, e_key, e_value, n)),
+     k AS MATERIALIZED (SELECT tid FROM tasks WHERE tid IN (SELECT tid FROM i) ORDER BY tid FOR NO KEY UPDATE),
+     -- every task row is locked before anything else is touched (an InitPlan runs before the first row)
+     lk AS (SELECT count(*) AS locked FROM k),
+     rep AS (
+       UPDATE task_items t SET outcome = i.outcome, job_id = i.job_id, state = i.state, href = COALESCE(i.href, t.href), message = i.message, updated = now()
+       FROM i JOIN k ON k.tid = i.tid
+       WHERE (SELECT locked FROM lk) IS NOT NULL AND t.tid = i.tid AND t.item = i.item AND t.run = i.run AND t.outcome IN (${OPEN}) AND i.outcome IN (${sqlList(FINAL_OUTCOMES)})
+       RETURNING i.n),
+     ${effectsSql('SELECT i.n, i.e_sid AS sid, i.e_op AS op, i.e_key AS key, i.e_value AS value FROM i JOIN rep ON rep.n = i.n WHERE i.e_op IS NOT NULL')},
+     settled AS (
+       UPDATE tasks x SET status = CASE WHEN r.outcome <> 'done' OR EXISTS (SELECT 1 FROM task_items WHERE tid = r.tid AND item <> r.item AND outcome <> 'done')
+           THEN $9 ELSE $10 END, modified = now()
+       FROM (SELECT i.tid, i.item, i.run, i.outcome FROM i JOIN rep ON rep.n = i.n) r
+       WHERE x.tid = r.tid AND x.status = 'processing' AND x.run = r.run
+         AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = r.tid AND item <> r.item AND outcome IN (${OPEN}))
+       RETURNING x.tid, x.status)
+     SELECT EXISTS (SELECT 1 FROM rep WHERE rep.n = i.n) AS applied, (SELECT status FROM settled WHERE settled.tid = i.tid) AS settled
+     FROM i ORDER BY i.n`;
 
 /** `runItem` returned with the item still open: it runs elsewhere now (its reports come through the ItemReporter). */
 export async function markHandedOff(sql: Sql, tid: string, item: string, run: number): Promise<void> {

@@ -8,8 +8,8 @@ import { tasksArea } from '../../../../src/areas/tasks/index.js';
 import { reconcile } from '../../../../src/worker/reconciler.js';
 import { itemReporter } from '../../../../src/areas/tasks/actions/item-reporter.js';
 import { ItemInterrupts } from '../../../../src/areas/tasks/actions/item-interrupts.js';
-import { ItemInterrupted } from '../../../../src/connectors/facets/tasks.js';
-import { reportedItems, startRunStatement, writeFinalReport } from '../../../../src/areas/tasks/actions/item-state-store.js';
+import { ItemInterrupted, type StateEffect } from '../../../../src/connectors/facets/tasks.js';
+import { chunkItems, reportedItems, startRunStatement, writeFinalReports } from '../../../../src/areas/tasks/actions/item-state-store.js';
 import { settle } from '../../../../src/areas/tasks/actions/settle.js';
 import { effectKey } from '../../../../src/connectors/mock/mock-tasks.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
@@ -359,8 +359,8 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         // as a start would leave them, without jobs: both items running in run 1, in two chunks
         await db().query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [tid]);
         await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, o - 1, 'running', 'running' FROM unnest($2::uuid[]) WITH ORDINALITY AS u(i, o)`, [tid, items]);
-        const final = (sql: Parameters<typeof writeFinalReport>[0], item: string) => writeFinalReport(sql, 'work', tid, 1,
-          { jobId: `mock.${tid}.${item}`, item, state: 'done', outcome: 'done' }, { op: 'increment', key: effectKey(tid, item) });
+        const final = async (sql: Parameters<typeof writeFinalReports>[0], item: string) => (await writeFinalReports(sql, [{ sid: 'work', tid, run: 1,
+          report: { jobId: `mock.${tid}.${item}`, item, state: 'done', outcome: 'done' }, effect: { op: 'increment', key: effectKey(tid, item) } }]))[0];
         let started!: () => void;
         const bStarts = new Promise<void>((r) => (started = r));
         // A holds its transaction open while B's statement starts (and waits for the task row A locked)
@@ -381,6 +381,62 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         // a report the row refuses (final already) applies no effect and settles nothing
         expect(await final(db(), items[0]!)).toEqual({ applied: false, settled: undefined });
         expect([...(await effectCounts(db(), 'work', tid)).values()]).toEqual([1, 1]);
+      });
+
+      it('final reports of several tasks in one statement: each guarded on its own row, effects once (increments of one key add up), each task settled', async () => {
+        // three one-item tasks and one two-item task, as a start would leave them (run 1, items running, no jobs)
+        const made = [await task({ items: [{}] }), await task({ items: [{}] }), await task({ items: [{}] }), await task({ items: [{}, {}] })];
+        for (const { tid, items } of made) {
+          await db().query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [tid]);
+          await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, 0, 'running', 'running' FROM unnest($2::uuid[]) AS u(i)`, [tid, items]);
+        }
+        const [a, b, c, d] = made as [typeof made[0], typeof made[0], typeof made[0], typeof made[0]];
+        const shared = `shared.${randomUUID()}`;
+        const report = (t: typeof a, item: string, outcome: 'done' | 'failed', effect?: StateEffect) =>
+          ({ sid: 'work', tid: t.tid, run: 1, report: { jobId: `j.${item}`, item, state: outcome, outcome }, effect });
+        const first = await writeFinalReports(db(), [
+          report(a, a.items[0]!, 'done', { op: 'increment', key: shared }),
+          report(b, b.items[0]!, 'failed', { op: 'increment', key: shared, by: 2 }),
+          report(c, c.items[0]!, 'done', { op: 'put', key: `${shared}.put`, value: { last: 'c' } }),
+          report(d, d.items[0]!, 'done', { op: 'increment', key: effectKey(d.tid, d.items[0]!) }),
+        ]);
+        expect(first).toEqual([
+          { applied: true, settled: 'completed' },
+          { applied: true, settled: 'failed' },
+          { applied: true, settled: 'completed' },
+          { applied: true, settled: undefined }, // its other item is still open
+        ]);
+        const state = async (key: string) => (await db().query<{ value: unknown }>('SELECT value FROM connector_state WHERE sid = $1 AND key = $2', ['work', key])).rows[0]?.value;
+        expect(Number(await state(shared))).toBe(3);
+        expect(await state(`${shared}.put`)).toEqual({ last: 'c' });
+        // the same reports again (a re-delivered job) beside a new one: the final rows refuse them, no effect twice
+        const again = await writeFinalReports(db(), [
+          report(a, a.items[0]!, 'done', { op: 'increment', key: shared }),
+          report(d, d.items[1]!, 'done', { op: 'increment', key: effectKey(d.tid, d.items[1]!) }),
+          report(b, b.items[0]!, 'done', { op: 'increment', key: shared }),
+        ]);
+        expect(again).toEqual([{ applied: false, settled: undefined }, { applied: true, settled: 'completed' }, { applied: false, settled: undefined }]);
+        expect(Number(await state(shared))).toBe(3);
+        expect([...(await effectCounts(db(), 'work', d.tid)).values()]).toEqual([1, 1]);
+        expect(await Promise.all(made.map((t) => statusOf(db(), t.tid)))).toEqual(['completed', 'failed', 'completed', 'completed']);
+        // two reports of one task, or one key both put and incremented, never share a statement
+        await expect(writeFinalReports(db(), [report(d, d.items[0]!, 'done'), report(d, d.items[1]!, 'done')])).rejects.toThrow(/one report per task/);
+        await expect(writeFinalReports(db(), [report(a, a.items[0]!, 'done', { op: 'put', key: shared, value: 1 }), report(b, b.items[0]!, 'done', { op: 'increment', key: shared })]))
+          .rejects.toThrow(/both put and incremented/);
+      });
+
+      it('the chunk reads of several jobs in one statement: each chunk its own open items in list order, none for a task no longer processing that run', async () => {
+        const x = await task({ items: [{}, {}, {}] });
+        const y = await task({ items: [{}] });
+        for (const t of [x, y]) {
+          await db().query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [t.tid]);
+          await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, (o - 1) / 2, 'queued', 'queued' FROM unnest($2::uuid[]) WITH ORDINALITY AS u(i, o)`, [t.tid, t.items]);
+        }
+        const read = () => chunkItems(db(), [{ tid: x.tid, run: 1, chunk: 1 }, { tid: y.tid, run: 1, chunk: 0 }, { tid: x.tid, run: 1, chunk: 0 }, { tid: x.tid, run: 2, chunk: 0 }]);
+        expect((await read()).map((c) => c.map((i) => i.item))).toEqual([[x.items[2]], [y.items[0]], [x.items[0], x.items[1]], []]);
+        await db().query(`UPDATE tasks SET status = 'paused' WHERE tid = $1`, [y.tid]);
+        await db().query(`UPDATE task_items SET outcome = 'done' WHERE tid = $1 AND item = $2`, [x.tid, x.items[0]]);
+        expect((await read()).map((c) => c.map((i) => i.item))).toEqual([[x.items[2]], [], [x.items[1]], []]);
       });
 
       it("a pause's late notification interrupts the items of its run, never those of the run after it", async () => {
