@@ -56,60 +56,82 @@ export async function transition(
   return rows[0];
 }
 
+/** One start or resume of `startRunStatement`: the task, the state table's cell and the caller's rights (`ownedBy`). */
+export interface StartRequest {
+  sid: string;
+  tid: string;
+  from: readonly TaskStatus[];
+  to: TaskStatus;
+  /** The identities the task's creator or owner must be among; undefined for any task. */
+  ownedBy: readonly string[] | undefined;
+}
+
 /**
- * Start and resume as one autocommitted statement: the transition of
- * `transition` (a new run), the run's item rows and one `task.items` job per
- * chunk (the outbox rows, through `Outbox.addEachWith`). Every input item
- * that is not done is queued again under the new run, in chunks of `perJob`
- * by list position; rows of items no longer in the input list are dropped;
- * done items keep their row and are not redone. The caller's rights are part
- * of the transition's WHERE (`ownedBy`: the identities the task's creator or
- * owner must be among, undefined for any task), so nothing changes unless the
- * action is allowed. No row when nothing moved; else the run and its chunk
- * numbers.
+ * Starts and resumes of different tasks (one request per task) as one
+ * autocommitted statement, so the starts of concurrent requests go together
+ * (`ActionService`'s `MicroBatcher`). Per request, exactly as on its own: the
+ * transition of `transition` (a new run), the run's item rows and one
+ * `task.items` job per chunk (the outbox rows, through
+ * `Outbox.addEachWith`). Every input item that is not done is queued again
+ * under the new run, in chunks of `perJob` by list position; rows of items
+ * no longer in the input list are dropped; done items keep their row and are
+ * not redone. The caller's rights are part of the transition's WHERE
+ * (`ownedBy`), so nothing changes unless the action is allowed. The tasks'
+ * rows are locked first, all of them, in the order of their ids (as
+ * `writeFinalReports` does), so no two such statements, nor one and a final
+ * report, wait for each other in a cycle. One row per request that moved
+ * (`n`: its 1-based place in `requests`): the run and its chunk numbers.
  */
-export function startRunStatement(
-  sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, perJob: number, ownedBy: readonly string[] | undefined,
-): FusedStatement & { jobs: string } {
-  const payload: Pick<JobData<'task.items'>, 'sid' | 'tid'> = { sid, tid };
+export function startRunStatement(requests: readonly StartRequest[], perJob: number): FusedStatement & { jobs: string } {
+  if (new Set(requests.map((r) => r.tid)).size !== requests.length) throw new Error('startRunStatement: one request per task');
   return {
-    with: `moved AS (
-       UPDATE tasks SET status = $5, run = run + 1, modified = now()
-       WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[])
-         AND ($6::text[] IS NULL OR creator = ANY($6::text[]) OR owner = ANY($6::text[]))
-       RETURNING run, creator, owner),
+    with: START_RUN_WITH,
+    text: START_RUN_TEXT,
+    // the job id of JOBS['task.items'].id, `task.<tid>.<run>.<chunk>` (a test holds the two together)
+    jobs: `SELECT r.prefix || main.run || '.' || c.chunk, r.payload || jsonb_build_object('run', main.run, 'chunk', c.chunk)
+       FROM main JOIN r ON r.n = main.n JOIN chunks c ON c.tid = r.tid ORDER BY main.n, c.chunk`,
+    params: [JSON.stringify(requests.map((q, i) => {
+      const payload: Pick<JobData<'task.items'>, 'sid' | 'tid'> = { sid: q.sid, tid: q.tid };
+      return { n: i + 1, tid: q.tid, sid: q.sid, from: q.from, to: q.to, owned: q.ownedBy ?? null, payload, prefix: `task.${q.tid}.` };
+    })), perJob],
+  };
+}
+
+const START_RUN_WITH = `r AS (SELECT * FROM jsonb_to_recordset($1::jsonb)
+       AS r(n int, tid uuid, sid text, "from" text[], "to" text, owned text[], payload jsonb, prefix text)),
+     lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid IN (SELECT tid FROM r) ORDER BY tid FOR NO KEY UPDATE) x),
+     moved AS (
+       UPDATE tasks k SET status = r."to", run = k.run + 1, modified = now()
+       FROM r
+       WHERE (SELECT locked FROM lk) IS NOT NULL AND k.tid = r.tid AND k.sid = r.sid AND k.status = ANY(r."from")
+         AND (r.owned IS NULL OR k.creator = ANY(r.owned) OR k.owner = ANY(r.owned))
+       RETURNING r.n, k.tid, k.run, k.creator, k.owner),
      input AS (
-       SELECT li.id, li.position FROM list_items li JOIN lists l ON l.lid = li.lid
-       WHERE l.tid = $1 AND l.kind = 'input' AND EXISTS (SELECT 1 FROM moved)),
+       SELECT moved.tid, li.id, li.position FROM moved JOIN lists l ON l.tid = moved.tid AND l.kind = 'input' JOIN list_items li ON li.lid = l.lid),
      gone AS (
-       DELETE FROM task_items t WHERE t.tid = $1 AND EXISTS (SELECT 1 FROM moved)
-         AND NOT EXISTS (SELECT 1 FROM input WHERE input.id = t.item)),
+       DELETE FROM task_items t USING moved WHERE t.tid = moved.tid
+         AND NOT EXISTS (SELECT 1 FROM input WHERE input.tid = t.tid AND input.id = t.item)),
      todo AS (
-       SELECT input.id, (row_number() OVER (ORDER BY input.position, input.id) - 1) / $4 AS chunk
-       FROM input LEFT JOIN task_items t ON t.tid = $1 AND t.item = input.id
+       SELECT input.tid, input.id, (row_number() OVER (PARTITION BY input.tid ORDER BY input.position, input.id) - 1) / $2 AS chunk
+       FROM input LEFT JOIN task_items t ON t.tid = input.tid AND t.item = input.id
        WHERE t.outcome IS NULL OR t.outcome <> 'done'),
      queued AS (
        INSERT INTO task_items (tid, item, run, chunk, outcome, state, message)
-       SELECT $1, todo.id, moved.run, todo.chunk, 'queued', 'queued', NULL FROM todo, moved
+       SELECT todo.tid, todo.id, moved.run, todo.chunk, 'queued', 'queued', NULL FROM todo JOIN moved ON moved.tid = todo.tid
        ON CONFLICT (tid, item) DO UPDATE SET run = EXCLUDED.run, chunk = EXCLUDED.chunk, outcome = 'queued',
          handed_off = false, state = 'queued', message = NULL, updated = now()
        -- checked on the row's latest version: an item whose final report committed while this
        -- statement ran (after its snapshot) stays done and is not run again
        WHERE task_items.outcome <> 'done'
-       RETURNING chunk),
-     chunks AS (SELECT DISTINCT chunk::int AS chunk FROM queued)`,
-    text: `SELECT moved.run, moved.creator, moved.owner,
-       COALESCE((SELECT array_agg(chunk ORDER BY chunk) FROM chunks), '{}') AS chunks
-     FROM moved`,
-    // the job id of JOBS['task.items'].id, `task.<tid>.<run>.<chunk>` (a test holds the two together)
-    jobs: `SELECT $8::text || main.run || '.' || c.chunk, $7::jsonb || jsonb_build_object('run', main.run, 'chunk', c.chunk)
-       FROM main, chunks c`,
-    params: [tid, sid, [...from], perJob, to, ownedBy ? [...ownedBy] : null, JSON.stringify(payload), `task.${tid}.`],
-  };
-}
+       RETURNING tid, chunk),
+     chunks AS (SELECT DISTINCT tid, chunk::int AS chunk FROM queued)`;
 
-/** The row `startRunStatement` returns. */
-export type StartedRun = Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> & { chunks: number[] };
+const START_RUN_TEXT = `SELECT moved.n, moved.run, moved.creator, moved.owner,
+       COALESCE((SELECT array_agg(c.chunk ORDER BY c.chunk) FROM chunks c WHERE c.tid = moved.tid), '{}') AS chunks
+     FROM moved`;
+
+/** A row `startRunStatement` returns. */
+export type StartedRun = Pick<ActionTaskRow, 'run' | 'creator' | 'owner'> & { n: number; chunks: number[] };
 
 /** Pause and abort: every open item takes `outcome` (a running item's own report of it is then moot). */
 export async function closeOpenItems(sql: Sql, tid: string, outcome: 'paused' | 'aborted', message: string): Promise<number> {

@@ -339,18 +339,74 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         const { tid } = await task({ items: Array.from({ length: 9 }, () => ({})) }); // 4 per job: 3 chunks
         const rollback = new Error('rollback');
         await expect(db().transaction(async (tx) => {
-          const st = startRunStatement('work', tid, TASK_TRANSITIONS.start.from, 'processing', 4, undefined);
-          const [moved] = await createOutbox().addEachWith<'task.items', { run: number; chunks: number[] }>(tx, st, 'task.items', { sid: 'work', tid, run: 1, chunk: 0 });
+          const st = startRunStatement([{ sid: 'work', tid, from: TASK_TRANSITIONS.start.from, to: 'processing', ownedBy: undefined }], 4);
+          const [moved] = await createOutbox().addEachWith<'task.items', { run: number; chunks: number[] }>(tx, st, 'task.items', [{ sid: 'work', tid, run: 1, chunk: 0 }]);
           expect(moved).toMatchObject({ run: 1, chunks: [0, 1, 2] });
           const { rows } = await tx.query<{ job_id: string; data: unknown }>('SELECT job_id, data FROM outbox WHERE job_id LIKE $1 ORDER BY id', [`task.${tid}.%`]);
           expect(rows.map((r) => r.data)).toEqual([0, 1, 2].map((chunk) => ({ sid: 'work', tid, run: 1, chunk })));
           expect(rows.map((r) => r.job_id)).toEqual(rows.map((r) => jobIdFor('task.items', parseJob('task.items', r.data))));
           // a caller whose identities own nothing moves nothing and stores no job
-          const [none] = await createOutbox().addEachWith(tx, startRunStatement('work', tid, ['processing'], 'processing', 4, ['mallory']), 'task.items', { sid: 'work', tid, run: 1, chunk: 0 });
+          const [none] = await createOutbox().addEachWith(tx, startRunStatement([{ sid: 'work', tid, from: ['processing'], to: 'processing', ownedBy: ['mallory'] }], 4), 'task.items', [{ sid: 'work', tid, run: 1, chunk: 0 }]);
           expect(none).toBeUndefined();
           throw rollback; // nothing of this test stays (no job reaches a worker)
         })).rejects.toBe(rollback);
         expect(await statusOf(db(), tid)).toBe('idle');
+      });
+
+      it('starts of several tasks in one statement: each its own transition, rights, run, items and jobs', async () => {
+        const fresh = await task({ items: Array.from({ length: 5 }, () => ({})) }); // 4 per job: 2 chunks
+        const busy = await task({ status: 'processing', items: [{}] });
+        const carols = await task({ creator: 'carol', items: [{}] });
+        const resumed = await task({ status: 'paused', items: [{}, {}, {}] });
+        // the paused task's run 1: its first item done, the others paused
+        await db().query(`UPDATE tasks SET run = 1 WHERE tid = $1`, [resumed.tid]);
+        await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, 0, CASE WHEN o = 1 THEN 'done' ELSE 'paused' END, 'x'
+          FROM unnest($2::uuid[]) WITH ORDINALITY AS u(i, o)`, [resumed.tid, resumed.items]);
+        const rollback = new Error('rollback');
+        await expect(db().transaction(async (tx) => {
+          const start = { from: TASK_TRANSITIONS.start.from, to: 'processing' as const };
+          const requests = [
+            { sid: 'work', tid: fresh.tid, ...start, ownedBy: ['alice'] },
+            { sid: 'work', tid: busy.tid, ...start, ownedBy: undefined }, // processing already: nothing moves
+            { sid: 'work', tid: carols.tid, ...start, ownedBy: ['alice'] }, // not alice's: nothing moves
+            { sid: 'work', tid: randomUUID(), ...start, ownedBy: undefined }, // absent
+            { sid: 'other', tid: fresh.tid.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), ...start, ownedBy: undefined },
+            { sid: 'work', tid: resumed.tid, from: TASK_TRANSITIONS.resume.from, to: TASK_TRANSITIONS.resume.to, ownedBy: undefined },
+          ];
+          const rows = await createOutbox().addEachWith<'task.items', { n: number; run: number; chunks: number[] }>(tx, startRunStatement(requests, 4), 'task.items',
+            requests.map(({ sid, tid }) => ({ sid, tid, run: 1, chunk: 0 })));
+          expect(rows.sort((a, b) => a.n - b.n)).toMatchObject([{ n: 1, run: 1, chunks: [0, 1] }, { n: 6, run: 2, chunks: [0] }]);
+          expect(await Promise.all([fresh, busy, carols, resumed].map((t) => statusOf(tx, t.tid)))).toEqual(['processing', 'processing', 'idle', 'processing']);
+          const { rows: jobs } = await tx.query<{ job_id: string; data: unknown }>('SELECT job_id, data FROM outbox WHERE job_id LIKE ANY($1) ORDER BY job_id',
+            [[`task.${fresh.tid}.%`, `task.${resumed.tid}.%`, `task.${busy.tid}.%`, `task.${carols.tid}.%`]]);
+          expect(jobs.map((r) => r.job_id).sort()).toEqual([`task.${fresh.tid}.1.0`, `task.${fresh.tid}.1.1`, `task.${resumed.tid}.2.0`].sort());
+          expect(jobs.map((r) => r.job_id)).toEqual(jobs.map((r) => jobIdFor('task.items', parseJob('task.items', r.data))));
+          // the resumed task's done item keeps its row and is not queued again; the paused ones are, in one chunk
+          const { rows: items } = await tx.query<{ item: string; run: number; outcome: string }>('SELECT item, run, outcome FROM task_items WHERE tid = $1', [resumed.tid]);
+          expect(new Map(items.map((i) => [i.item, `${i.run} ${i.outcome}`]))).toEqual(new Map([[resumed.items[0], '1 done'], [resumed.items[1], '2 queued'], [resumed.items[2], '2 queued']]));
+          expect(() => startRunStatement([requests[0]!, requests[0]!], 4)).toThrow(/one request per task/);
+          throw rollback;
+        })).rejects.toBe(rollback);
+      });
+
+      it('concurrent starts of many tasks, some refused: each answer as on its own, each started task runs once', async () => {
+        const own = await Promise.all(Array.from({ length: 12 }, () => task({ items: [{}] })));
+        const busy = await Promise.all(Array.from({ length: 4 }, () => task({ status: 'processing', items: [slow] })));
+        const carols = await Promise.all(Array.from({ length: 4 }, () => task({ creator: 'carol', items: [{}] })));
+        const bob = rt.client.withToken(await rt.token('bob', ['user']));
+        const answers = await Promise.all([
+          ...own.map((t) => act(t.tid, 'start', 'work', bob)), // bob may not see alice's tasks
+          ...own.map((t) => act(t.tid, 'start')),
+          ...busy.map((t) => act(t.tid, 'start')),
+          ...carols.map((t) => act(t.tid, 'start', 'work', bob)),
+          ...Array.from({ length: 4 }, () => act(randomUUID(), 'start')),
+        ]);
+        const codes = answers.map((a) => `${a.status} ${(a.body as { code?: string } | undefined)?.code ?? ''}`.trim());
+        expect(codes).toEqual([...Array(12).fill('404 TASK_NOT_FOUND'), ...Array(12).fill('204'), ...Array(4).fill('409 ACTION_NOT_ALLOWED'),
+          ...Array(4).fill('404 TASK_NOT_FOUND'), ...Array(4).fill('404 TASK_NOT_FOUND')]);
+        for (const t of own) await waitStatus(t.tid, ['completed']);
+        for (const t of own) expect([...(await effectCounts(db(), 'work', t.tid)).values()]).toEqual([1]);
+        expect(await Promise.all(carols.map((t) => statusOf(db(), t.tid)))).toEqual(Array(4).fill('idle'));
       });
 
       // two connections at once: PostgreSQL only (PGlite has one); defined only there, so no run counts it as skipped
