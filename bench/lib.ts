@@ -352,3 +352,48 @@ export function jsonCall(agent: http.Agent, method: string, url: string, token: 
     req.end(payload);
   });
 }
+
+/**
+ * CPU of the PostgreSQL backends of the system under test (found by the
+ * application_name the pool sets), sampled every 200 ms so a backend
+ * the pool closes during a phase still counts up to its last sample.
+ */
+export function pgCpuMeter(db: pg.Client | undefined, appName: string) {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  let stopped = false;
+  const sample = async () => {
+    if (!db) return;
+    const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    for (const { pid } of rows) {
+      const cpu = procCpuSeconds(pid);
+      if (cpu === undefined) continue;
+      // a backend already there at the start counts from then; one opened later from its start
+      if (!first.has(pid)) first.set(pid, started ? 0 : cpu);
+      last.set(pid, cpu);
+    }
+  };
+  let started = false;
+  const loop = (async () => {
+    await sample();
+    started = true;
+    while (!stopped) {
+      await new Promise((r) => setTimeout(r, 200));
+      await sample();
+    }
+  })();
+  return {
+    ready: async () => {
+      while (!started) await new Promise((r) => setTimeout(r, 5));
+    },
+    /** Seconds of backend CPU since the meter started. */
+    async stop(): Promise<number> {
+      stopped = true;
+      await loop;
+      await sample();
+      let sum = 0;
+      for (const [pid, v] of last) sum += v - (first.get(pid) ?? 0);
+      return sum;
+    },
+  };
+}

@@ -40,7 +40,7 @@ import { loadConfig } from '../src/config/load.js';
 import { createLogger } from '../src/logging/logger.js';
 import { printDispatchParts } from '../src/print/dispatch/index.js';
 import { startRuntime } from '../src/runtime/runtime.js';
-import { ROOT, busyCores, fmt, machineCpu, printTable, procCpuSeconds } from './lib.js';
+import { ROOT, busyCores, fmt, machineCpu, pgCpuMeter, printTable, procCpuSeconds } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -105,51 +105,6 @@ async function withClients(n: number, c: number, fn: (i: number) => Promise<unkn
     while (next < n) await fn(next++);
   }));
 }
-/**
- * CPU of the PostgreSQL backends of the system under test (found by the
- * application_name the engine's pool sets), sampled every 200 ms so a backend
- * the pool closes during a phase still counts up to its last sample.
- */
-function pgCpuMeter(db: pg.Client | undefined, appName: string) {
-  const first = new Map<number, number>();
-  const last = new Map<number, number>();
-  let stopped = false;
-  const sample = async () => {
-    if (!db) return;
-    const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [appName]);
-    for (const { pid } of rows) {
-      const cpu = procCpuSeconds(pid);
-      if (cpu === undefined) continue;
-      // a backend already there at the start counts from then; one opened later from its start
-      if (!first.has(pid)) first.set(pid, started ? 0 : cpu);
-      last.set(pid, cpu);
-    }
-  };
-  let started = false;
-  const loop = (async () => {
-    await sample();
-    started = true;
-    while (!stopped) {
-      await new Promise((r) => setTimeout(r, 200));
-      await sample();
-    }
-  })();
-  return {
-    ready: async () => {
-      while (!started) await new Promise((r) => setTimeout(r, 5));
-    },
-    /** Seconds of backend CPU since the meter started. */
-    async stop(): Promise<number> {
-      stopped = true;
-      await loop;
-      await sample();
-      let sum = 0;
-      for (const [pid, v] of last) sum += v - (first.get(pid) ?? 0);
-      return sum;
-    },
-  };
-}
-
 /** With --profile-dir: a V8 CPU profile of this process around `fn`, written as engine-<phase>.cpuprofile. */
 async function profiled(phase: string, fn: () => Promise<void>): Promise<void> {
   const dir = args['profile-dir'];

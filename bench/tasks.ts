@@ -38,7 +38,7 @@ import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { backendPids, compileServers, cpuOf, fmt, jsonCall, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procCpuSplit, spawnServer } from './lib.js';
+import { backendPids, compileServers, fmt, jsonCall, machineCpu, busyCores, parseModes, pgCpuMeter, printTable, procCpuSeconds, procCpuSplit, spawnServer } from './lib.js';
 import { printSummary, summarizeProfile } from './profile.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
@@ -174,9 +174,11 @@ async function service(compiledDir: string | undefined): Promise<{
       tids.push(res.json.tid as string);
     });
     const createSeconds = (performance.now() - c0) / 1000;
-    // the server's PostgreSQL backends (application_name = its schema): ones opened during the run count from zero
+    // the server's PostgreSQL backends (application_name = its schema), sampled every 200 ms: ones opened during
+    // the run count from zero, ones the pool closes during it up to their last sample
     const pids0 = await backendPids(DATABASE_URL, schema);
-    const pg0 = cpuOf(pids0);
+    const meter = pgCpuMeter(db, schema);
+    await meter.ready();
     if (sqlFile) await sqlCounts(server.info.pid, sqlFile); // resets the count
     const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
     const split0 = procCpuSplit(server.info.pid);
@@ -194,8 +196,8 @@ async function service(compiledDir: string | undefined): Promise<{
     const split1 = procCpuSplit(server.info.pid);
     const serverSysMsPerTask = split0 && split1 ? ((split1.system - split0.system) * 1000) / n : undefined;
     const sql = sqlFile ? await sqlCounts(server.info.pid, sqlFile) : undefined;
+    const pgCpuMsPerTask = ((await meter.stop()) * 1000) / n;
     const pids1 = [...new Set([...pids0, ...(await backendPids(DATABASE_URL, schema))])];
-    const pgCpuMsPerTask = ((cpuOf(pids1) - pg0) * 1000) / n;
     if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
     return {
       seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, serverSysMsPerTask, pgCpuMsPerTask, pgBackends: pids1.length,

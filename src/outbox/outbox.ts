@@ -30,10 +30,11 @@ export interface Outbox {
    * (a task run's chunks: the run number and the chunk numbers come from the
    * rows it changes). `jobs` is a SELECT over `main` and the statement's CTEs
    * yielding `(job_id, data)`: the job id must be `jobIdFor(name, data)`.
-   * `probe` is a payload of the same shape with the parts known beforehand,
-   * validated first (the relay validates every payload again before Redis).
+   * `probes` are payloads of the same shape with the parts known beforehand
+   * (one per request the statement serves), validated first (the relay
+   * validates every payload again before Redis).
    */
-  addEachWith<N extends JobName, R extends object>(sql: Sql, statement: FusedStatement & { jobs: string }, name: N, probe: JobData<N>): Promise<R[]>;
+  addEachWith<N extends JobName, R extends object>(sql: Sql, statement: FusedStatement & { jobs: string }, name: N, probes: readonly JobData<N>[]): Promise<R[]>;
 }
 
 /**
@@ -107,8 +108,8 @@ export function createOutbox(local?: LocalRelay): Outbox {
       }
       return parsed.map((p) => p.jobId);
     },
-    async addEachWith(sql, statement, name, probe) {
-      parseJob(name, probe);
+    async addEachWith(sql, statement, name, probes) {
+      for (const probe of probes) parseJob(name, probe);
       const lease = local?.takesRows ? local.leaseSec : null;
       const { rows, jobs } = await withOutboxEach(sql, statement, statement.jobs, name, lease);
       if (local && jobs.length > 0) {

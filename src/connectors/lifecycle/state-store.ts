@@ -23,24 +23,41 @@ const incrementConflict = (by: string) => `ON CONFLICT (sid, key) DO UPDATE SET 
       CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value #>> '{}')::numeric ELSE 0 END + ${by}::bigint)`;
 
 /**
- * A `StateEffect` as the body of a data-modifying CTE, applied once when the
- * CTE `gate` of the same statement has a row (so only when the statement's
- * own change happened), with the same meaning as the store's `increment` and
- * `put`. Its parameters are `effectParams(...)`, numbered from `$first`; the
- * text depends only on the kind of effect, so callers can keep it.
+ * `StateEffect`s as data-modifying CTEs of one statement: `rows` is a SELECT
+ * of the effects to apply (`n` their order, `sid`, `op`, `key`, `value` as
+ * text: the JSON of a put, the amount of an increment), typically gated on
+ * the statement's own change, so an effect happens only when that change
+ * does. Same meaning as the store's `increment` and `put`: increments of one
+ * key add up, of several puts of one key the last (by `n`) wins. A key must
+ * not be both put and incremented in one statement (`effectColumns` refuses
+ * it). Keys are written in their order, so two such statements never wait
+ * for each other in a cycle. Yields the CTEs `eff`, `eff_inc` and `eff_put`.
  */
-export function effectSql(op: StateEffect['op'], gate: string, first: number): string {
-  const [sid, key, value] = [first, first + 1, first + 2].map((i) => `$${i}`);
-  const when = `WHERE EXISTS (SELECT 1 FROM ${gate})`;
-  if (op === 'put') {
-    return `INSERT INTO connector_state (sid, key, value) SELECT ${sid}, ${key}, ${value}::jsonb ${when} ${PUT_CONFLICT}`;
-  }
-  return `INSERT INTO connector_state AS s (sid, key, value) SELECT ${sid}, ${key}, to_jsonb(${value}::bigint) ${when} ${incrementConflict(value!)}`;
+export function effectsSql(rows: string): string {
+  return `eff AS (${rows}),
+     eff_inc AS (INSERT INTO connector_state AS s (sid, key, value)
+       SELECT sid, key, to_jsonb(sum(value::bigint)::bigint) FROM eff WHERE op = 'increment' GROUP BY sid, key ORDER BY sid, key
+       ${incrementConflict(`(EXCLUDED.value #>> '{}')`)}),
+     eff_put AS (INSERT INTO connector_state (sid, key, value)
+       SELECT DISTINCT ON (sid, key) sid, key, value::jsonb FROM eff WHERE op = 'put' ORDER BY sid, key, n DESC
+       ${PUT_CONFLICT})`;
 }
 
-/** The parameters of `effectSql(effect.op, …)`, in order. */
-export function effectParams(effect: StateEffect, sid: string): unknown[] {
-  return [sid, effect.key, effect.op === 'put' ? JSON.stringify(effect.value) : (effect.by ?? 1)];
+/** The parameters of `effectsSql`'s effects, one per entry (undefined: no effect), as four arrays: sid, op, key, value. */
+export function effectColumns(effects: readonly ({ sid: string; effect: StateEffect } | undefined)[]): [(string | null)[], (string | null)[], (string | null)[], (string | null)[]] {
+  const ops = new Map<string, StateEffect['op']>();
+  for (const e of effects) {
+    if (!e) continue;
+    const id = JSON.stringify([e.sid, e.effect.key]);
+    if ((ops.get(id) ?? e.effect.op) !== e.effect.op) throw new Error('effectColumns: one key both put and incremented');
+    ops.set(id, e.effect.op);
+  }
+  return [
+    effects.map((e) => e?.sid ?? null),
+    effects.map((e) => e?.effect.op ?? null),
+    effects.map((e) => e?.effect.key ?? null),
+    effects.map((e) => (e ? (e.effect.op === 'put' ? JSON.stringify(e.effect.value) : String(e.effect.by ?? 1)) : null)),
+  ];
 }
 
 /** The SQL of `connector_state`, scoped to one service. */

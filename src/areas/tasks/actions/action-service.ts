@@ -8,6 +8,7 @@ import { AppError } from '../../../errors/app-error.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import type { Database } from '../../../storage/driver/database.js';
+import { MicroBatcher } from '../../../storage/micro-batcher.js';
 import { notifyInterrupt } from './item-interrupts.js';
 import * as store from './item-state-store.js';
 import { reportOf } from './present.js';
@@ -40,7 +41,20 @@ export function parseAction(name: string): TaskAction {
  * interrupt that stops running items in every worker process.
  */
 export class ActionService {
-  constructor(private readonly d: ActionDeps) {}
+  /** The starts and resumes of concurrent requests (one per task), as one statement. */
+  private readonly starts: MicroBatcher<store.StartRequest, store.StartedRun | undefined>;
+
+  constructor(private readonly d: ActionDeps) {
+    this.starts = new MicroBatcher({
+      many: async (requests) => {
+        const rows = await d.outbox.addEachWith<'task.items', store.StartedRun>(d.db, store.startRunStatement(requests, d.itemsPerJob), 'task.items',
+          requests.map(({ sid, tid }) => ({ sid, tid, run: 1, chunk: 0 })));
+        const byN = new Map(rows.map((r) => [r.n, r]));
+        return requests.map((_, i) => byN.get(i + 1));
+      },
+      key: (r) => r.tid,
+    }, 1); // one in flight, the rest wait and go together (as ItemRunner's batchers)
+  }
 
   async act(p: Principal, sid: string, tid: string, action: TaskAction): Promise<void> {
     const facet = this.d.registry.get(sid).tasks;
@@ -52,11 +66,11 @@ export class ActionService {
     const { from, to } = TASK_TRANSITIONS[action];
     let ran: number | undefined;
     if (action === 'start' || action === 'resume') {
-      // one autocommitted statement: the transition (rights in its WHERE), the run's item rows and
-      // its jobs; only when nothing moved does a second read say why (404, 403 or 409)
+      // one autocommitted statement (shared with other tasks' starts meanwhile): the transition (rights
+      // in its WHERE), the run's item rows and its jobs; only when nothing moved does a second read say
+      // why (404, 403 or 409)
       const owned = this.d.policy.ownedBy(p, 'tasks', ['read', 'act']);
-      const moved = owned === false ? undefined : (await this.d.outbox.addEachWith<'task.items', store.StartedRun>(
-        this.d.db, store.startRunStatement(sid, tid, from, to, this.d.itemsPerJob, owned), 'task.items', { sid, tid, run: 1, chunk: 0 }))[0];
+      const moved = owned === false ? undefined : await this.starts.run({ sid, tid, from, to, ownedBy: owned });
       if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(this.d.db, tid));
       ran = moved.chunks.length;
     } else {

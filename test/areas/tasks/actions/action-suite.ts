@@ -8,8 +8,8 @@ import { tasksArea } from '../../../../src/areas/tasks/index.js';
 import { reconcile } from '../../../../src/worker/reconciler.js';
 import { itemReporter } from '../../../../src/areas/tasks/actions/item-reporter.js';
 import { ItemInterrupts } from '../../../../src/areas/tasks/actions/item-interrupts.js';
-import { ItemInterrupted } from '../../../../src/connectors/facets/tasks.js';
-import { reportedItems, startRunStatement, writeFinalReport } from '../../../../src/areas/tasks/actions/item-state-store.js';
+import { ItemInterrupted, type StateEffect } from '../../../../src/connectors/facets/tasks.js';
+import { chunkItems, reportedItems, startRunStatement, writeFinalReports } from '../../../../src/areas/tasks/actions/item-state-store.js';
 import { settle } from '../../../../src/areas/tasks/actions/settle.js';
 import { effectKey } from '../../../../src/connectors/mock/mock-tasks.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
@@ -339,18 +339,74 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         const { tid } = await task({ items: Array.from({ length: 9 }, () => ({})) }); // 4 per job: 3 chunks
         const rollback = new Error('rollback');
         await expect(db().transaction(async (tx) => {
-          const st = startRunStatement('work', tid, TASK_TRANSITIONS.start.from, 'processing', 4, undefined);
-          const [moved] = await createOutbox().addEachWith<'task.items', { run: number; chunks: number[] }>(tx, st, 'task.items', { sid: 'work', tid, run: 1, chunk: 0 });
+          const st = startRunStatement([{ sid: 'work', tid, from: TASK_TRANSITIONS.start.from, to: 'processing', ownedBy: undefined }], 4);
+          const [moved] = await createOutbox().addEachWith<'task.items', { run: number; chunks: number[] }>(tx, st, 'task.items', [{ sid: 'work', tid, run: 1, chunk: 0 }]);
           expect(moved).toMatchObject({ run: 1, chunks: [0, 1, 2] });
           const { rows } = await tx.query<{ job_id: string; data: unknown }>('SELECT job_id, data FROM outbox WHERE job_id LIKE $1 ORDER BY id', [`task.${tid}.%`]);
           expect(rows.map((r) => r.data)).toEqual([0, 1, 2].map((chunk) => ({ sid: 'work', tid, run: 1, chunk })));
           expect(rows.map((r) => r.job_id)).toEqual(rows.map((r) => jobIdFor('task.items', parseJob('task.items', r.data))));
           // a caller whose identities own nothing moves nothing and stores no job
-          const [none] = await createOutbox().addEachWith(tx, startRunStatement('work', tid, ['processing'], 'processing', 4, ['mallory']), 'task.items', { sid: 'work', tid, run: 1, chunk: 0 });
+          const [none] = await createOutbox().addEachWith(tx, startRunStatement([{ sid: 'work', tid, from: ['processing'], to: 'processing', ownedBy: ['mallory'] }], 4), 'task.items', [{ sid: 'work', tid, run: 1, chunk: 0 }]);
           expect(none).toBeUndefined();
           throw rollback; // nothing of this test stays (no job reaches a worker)
         })).rejects.toBe(rollback);
         expect(await statusOf(db(), tid)).toBe('idle');
+      });
+
+      it('starts of several tasks in one statement: each its own transition, rights, run, items and jobs', async () => {
+        const fresh = await task({ items: Array.from({ length: 5 }, () => ({})) }); // 4 per job: 2 chunks
+        const busy = await task({ status: 'processing', items: [{}] });
+        const carols = await task({ creator: 'carol', items: [{}] });
+        const resumed = await task({ status: 'paused', items: [{}, {}, {}] });
+        // the paused task's run 1: its first item done, the others paused
+        await db().query(`UPDATE tasks SET run = 1 WHERE tid = $1`, [resumed.tid]);
+        await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, 0, CASE WHEN o = 1 THEN 'done' ELSE 'paused' END, 'x'
+          FROM unnest($2::uuid[]) WITH ORDINALITY AS u(i, o)`, [resumed.tid, resumed.items]);
+        const rollback = new Error('rollback');
+        await expect(db().transaction(async (tx) => {
+          const start = { from: TASK_TRANSITIONS.start.from, to: 'processing' as const };
+          const requests = [
+            { sid: 'work', tid: fresh.tid, ...start, ownedBy: ['alice'] },
+            { sid: 'work', tid: busy.tid, ...start, ownedBy: undefined }, // processing already: nothing moves
+            { sid: 'work', tid: carols.tid, ...start, ownedBy: ['alice'] }, // not alice's: nothing moves
+            { sid: 'work', tid: randomUUID(), ...start, ownedBy: undefined }, // absent
+            { sid: 'other', tid: fresh.tid.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), ...start, ownedBy: undefined },
+            { sid: 'work', tid: resumed.tid, from: TASK_TRANSITIONS.resume.from, to: TASK_TRANSITIONS.resume.to, ownedBy: undefined },
+          ];
+          const rows = await createOutbox().addEachWith<'task.items', { n: number; run: number; chunks: number[] }>(tx, startRunStatement(requests, 4), 'task.items',
+            requests.map(({ sid, tid }) => ({ sid, tid, run: 1, chunk: 0 })));
+          expect(rows.sort((a, b) => a.n - b.n)).toMatchObject([{ n: 1, run: 1, chunks: [0, 1] }, { n: 6, run: 2, chunks: [0] }]);
+          expect(await Promise.all([fresh, busy, carols, resumed].map((t) => statusOf(tx, t.tid)))).toEqual(['processing', 'processing', 'idle', 'processing']);
+          const { rows: jobs } = await tx.query<{ job_id: string; data: unknown }>('SELECT job_id, data FROM outbox WHERE job_id LIKE ANY($1) ORDER BY job_id',
+            [[`task.${fresh.tid}.%`, `task.${resumed.tid}.%`, `task.${busy.tid}.%`, `task.${carols.tid}.%`]]);
+          expect(jobs.map((r) => r.job_id).sort()).toEqual([`task.${fresh.tid}.1.0`, `task.${fresh.tid}.1.1`, `task.${resumed.tid}.2.0`].sort());
+          expect(jobs.map((r) => r.job_id)).toEqual(jobs.map((r) => jobIdFor('task.items', parseJob('task.items', r.data))));
+          // the resumed task's done item keeps its row and is not queued again; the paused ones are, in one chunk
+          const { rows: items } = await tx.query<{ item: string; run: number; outcome: string }>('SELECT item, run, outcome FROM task_items WHERE tid = $1', [resumed.tid]);
+          expect(new Map(items.map((i) => [i.item, `${i.run} ${i.outcome}`]))).toEqual(new Map([[resumed.items[0], '1 done'], [resumed.items[1], '2 queued'], [resumed.items[2], '2 queued']]));
+          expect(() => startRunStatement([requests[0]!, requests[0]!], 4)).toThrow(/one request per task/);
+          throw rollback;
+        })).rejects.toBe(rollback);
+      });
+
+      it('concurrent starts of many tasks, some refused: each answer as on its own, each started task runs once', async () => {
+        const own = await Promise.all(Array.from({ length: 12 }, () => task({ items: [{}] })));
+        const busy = await Promise.all(Array.from({ length: 4 }, () => task({ status: 'processing', items: [slow] })));
+        const carols = await Promise.all(Array.from({ length: 4 }, () => task({ creator: 'carol', items: [{}] })));
+        const bob = rt.client.withToken(await rt.token('bob', ['user']));
+        const answers = await Promise.all([
+          ...own.map((t) => act(t.tid, 'start', 'work', bob)), // bob may not see alice's tasks
+          ...own.map((t) => act(t.tid, 'start')),
+          ...busy.map((t) => act(t.tid, 'start')),
+          ...carols.map((t) => act(t.tid, 'start', 'work', bob)),
+          ...Array.from({ length: 4 }, () => act(randomUUID(), 'start')),
+        ]);
+        const codes = answers.map((a) => `${a.status} ${(a.body as { code?: string } | undefined)?.code ?? ''}`.trim());
+        expect(codes).toEqual([...Array(12).fill('404 TASK_NOT_FOUND'), ...Array(12).fill('204'), ...Array(4).fill('409 ACTION_NOT_ALLOWED'),
+          ...Array(4).fill('404 TASK_NOT_FOUND'), ...Array(4).fill('404 TASK_NOT_FOUND')]);
+        for (const t of own) await waitStatus(t.tid, ['completed']);
+        for (const t of own) expect([...(await effectCounts(db(), 'work', t.tid)).values()]).toEqual([1]);
+        expect(await Promise.all(carols.map((t) => statusOf(db(), t.tid)))).toEqual(Array(4).fill('idle'));
       });
 
       // two connections at once: PostgreSQL only (PGlite has one); defined only there, so no run counts it as skipped
@@ -359,8 +415,8 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         // as a start would leave them, without jobs: both items running in run 1, in two chunks
         await db().query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [tid]);
         await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, o - 1, 'running', 'running' FROM unnest($2::uuid[]) WITH ORDINALITY AS u(i, o)`, [tid, items]);
-        const final = (sql: Parameters<typeof writeFinalReport>[0], item: string) => writeFinalReport(sql, 'work', tid, 1,
-          { jobId: `mock.${tid}.${item}`, item, state: 'done', outcome: 'done' }, { op: 'increment', key: effectKey(tid, item) });
+        const final = async (sql: Parameters<typeof writeFinalReports>[0], item: string) => (await writeFinalReports(sql, [{ sid: 'work', tid, run: 1,
+          report: { jobId: `mock.${tid}.${item}`, item, state: 'done', outcome: 'done' }, effect: { op: 'increment', key: effectKey(tid, item) } }]))[0];
         let started!: () => void;
         const bStarts = new Promise<void>((r) => (started = r));
         // A holds its transaction open while B's statement starts (and waits for the task row A locked)
@@ -381,6 +437,62 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         // a report the row refuses (final already) applies no effect and settles nothing
         expect(await final(db(), items[0]!)).toEqual({ applied: false, settled: undefined });
         expect([...(await effectCounts(db(), 'work', tid)).values()]).toEqual([1, 1]);
+      });
+
+      it('final reports of several tasks in one statement: each guarded on its own row, effects once (increments of one key add up), each task settled', async () => {
+        // three one-item tasks and one two-item task, as a start would leave them (run 1, items running, no jobs)
+        const made = [await task({ items: [{}] }), await task({ items: [{}] }), await task({ items: [{}] }), await task({ items: [{}, {}] })];
+        for (const { tid, items } of made) {
+          await db().query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [tid]);
+          await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, 0, 'running', 'running' FROM unnest($2::uuid[]) AS u(i)`, [tid, items]);
+        }
+        const [a, b, c, d] = made as [typeof made[0], typeof made[0], typeof made[0], typeof made[0]];
+        const shared = `shared.${randomUUID()}`;
+        const report = (t: typeof a, item: string, outcome: 'done' | 'failed', effect?: StateEffect) =>
+          ({ sid: 'work', tid: t.tid, run: 1, report: { jobId: `j.${item}`, item, state: outcome, outcome }, effect });
+        const first = await writeFinalReports(db(), [
+          report(a, a.items[0]!, 'done', { op: 'increment', key: shared }),
+          report(b, b.items[0]!, 'failed', { op: 'increment', key: shared, by: 2 }),
+          report(c, c.items[0]!, 'done', { op: 'put', key: `${shared}.put`, value: { last: 'c' } }),
+          report(d, d.items[0]!, 'done', { op: 'increment', key: effectKey(d.tid, d.items[0]!) }),
+        ]);
+        expect(first).toEqual([
+          { applied: true, settled: 'completed' },
+          { applied: true, settled: 'failed' },
+          { applied: true, settled: 'completed' },
+          { applied: true, settled: undefined }, // its other item is still open
+        ]);
+        const state = async (key: string) => (await db().query<{ value: unknown }>('SELECT value FROM connector_state WHERE sid = $1 AND key = $2', ['work', key])).rows[0]?.value;
+        expect(Number(await state(shared))).toBe(3);
+        expect(await state(`${shared}.put`)).toEqual({ last: 'c' });
+        // the same reports again (a re-delivered job) beside a new one: the final rows refuse them, no effect twice
+        const again = await writeFinalReports(db(), [
+          report(a, a.items[0]!, 'done', { op: 'increment', key: shared }),
+          report(d, d.items[1]!, 'done', { op: 'increment', key: effectKey(d.tid, d.items[1]!) }),
+          report(b, b.items[0]!, 'done', { op: 'increment', key: shared }),
+        ]);
+        expect(again).toEqual([{ applied: false, settled: undefined }, { applied: true, settled: 'completed' }, { applied: false, settled: undefined }]);
+        expect(Number(await state(shared))).toBe(3);
+        expect([...(await effectCounts(db(), 'work', d.tid)).values()]).toEqual([1, 1]);
+        expect(await Promise.all(made.map((t) => statusOf(db(), t.tid)))).toEqual(['completed', 'failed', 'completed', 'completed']);
+        // two reports of one task, or one key both put and incremented, never share a statement
+        await expect(writeFinalReports(db(), [report(d, d.items[0]!, 'done'), report(d, d.items[1]!, 'done')])).rejects.toThrow(/one report per task/);
+        await expect(writeFinalReports(db(), [report(a, a.items[0]!, 'done', { op: 'put', key: shared, value: 1 }), report(b, b.items[0]!, 'done', { op: 'increment', key: shared })]))
+          .rejects.toThrow(/both put and incremented/);
+      });
+
+      it('the chunk reads of several jobs in one statement: each chunk its own open items in list order, none for a task no longer processing that run', async () => {
+        const x = await task({ items: [{}, {}, {}] });
+        const y = await task({ items: [{}] });
+        for (const t of [x, y]) {
+          await db().query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [t.tid]);
+          await db().query(`INSERT INTO task_items (tid, item, run, chunk, outcome, state) SELECT $1, i, 1, (o - 1) / 2, 'queued', 'queued' FROM unnest($2::uuid[]) WITH ORDINALITY AS u(i, o)`, [t.tid, t.items]);
+        }
+        const read = () => chunkItems(db(), [{ tid: x.tid, run: 1, chunk: 1 }, { tid: y.tid, run: 1, chunk: 0 }, { tid: x.tid, run: 1, chunk: 0 }, { tid: x.tid, run: 2, chunk: 0 }]);
+        expect((await read()).map((c) => c.map((i) => i.item))).toEqual([[x.items[2]], [y.items[0]], [x.items[0], x.items[1]], []]);
+        await db().query(`UPDATE tasks SET status = 'paused' WHERE tid = $1`, [y.tid]);
+        await db().query(`UPDATE task_items SET outcome = 'done' WHERE tid = $1 AND item = $2`, [x.tid, x.items[0]]);
+        expect((await read()).map((c) => c.map((i) => i.item))).toEqual([[x.items[2]], [], [x.items[1]], []]);
       });
 
       it("a pause's late notification interrupts the items of its run, never those of the run after it", async () => {
