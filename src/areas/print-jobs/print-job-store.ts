@@ -188,26 +188,33 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
   return row;
 }
 
-/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`), as text. */
-const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const jsonText = (col: string) => `to_json(${col})::text`;
 const orNull = (expr: string) => `coalesce(${expr}, 'null')`;
 
-/** Around a jsonb value in a listed page whose text present.ts rewrites (see LISTED_FIELDS). */
+/** Around a jsonb value or a timestamp in a listed page whose text present.ts rewrites (see LISTED_FIELDS). */
 export const LISTING_MARK = '\x01';
 /**
  * A jsonb column's text between two LISTING_MARKs, after a letter naming the
- * rewrite (`c`: written compactly, `s`: the presented stages); NULL for NULL.
- * The mark cannot occur anywhere else in a page: PostgreSQL escapes control
- * characters in the JSON text of strings (`to_json`) and of jsonb alike.
+ * rewrite (`c`: written compactly, `s`: the presented stages; `t` is a
+ * timestamp's, isoMarked); NULL for NULL. The mark cannot occur anywhere else
+ * in a page: PostgreSQL escapes control characters in the JSON text of strings
+ * (`to_json`) and of jsonb alike, and a timestamp's text has none.
  */
 const raw = (rewrite: 'c' | 's', col: string) => `chr(1) || '${rewrite}' || ${col}::text || chr(1)`;
+/**
+ * A timestamptz's own text in UTC (`2026-11-23 04:00:00.123456`, DateStyle ISO as both drivers run it) between
+ * LISTING_MARKs after `t`; present.ts writes it as `Date.toISOString()` does (UTC, milliseconds, `Z`). `to_char`
+ * with the ISO pattern cost 0.5 µs a value in PostgreSQL, this text about 0.1 (docs/benchmarks.md, print listing).
+ */
+const isoMarked = (col: string): Part[] => [{ lit: `${LISTING_MARK}t` }, `(${col} AT TIME ZONE 'UTC')::text`, { lit: LISTING_MARK }];
+/** isoMarked as SQL text, for a value that may be NULL (then NULL). */
+const isoMarkedSql = (col: string) => `'${LISTING_MARK}t' || (${col} AT TIME ZONE 'UTC')::text || '${LISTING_MARK}'`;
 
 /**
  * How a listing presents each field of a job (presentJob's order, present.ts),
  * as the field's JSON text built by PostgreSQL: `to_json` escapes strings
- * exactly as `JSON.stringify` does; numbers and ISO timestamps as text; the
- * retention computed from the defaults. jsonb (checkin, task, stages) comes as
+ * exactly as `JSON.stringify` does; numbers as text, timestamps as their own
+ * text between marks (isoMarked); the retention computed from the defaults. jsonb (checkin, task, stages) comes as
  * its text between marks, since PostgreSQL writes it with spaces
  * (`{"type": "api"}`) and present.ts makes it compact (checking that in SQL cost
  * more than all the other fields: a regular expression, 1–5 µs a value).
@@ -216,8 +223,8 @@ const raw = (rewrite: 'c' | 's', col: string) => `chr(1) || '${rewrite}' || ${co
  * (bench/print-listing.ts, docs/benchmarks.md).
  */
 type Part = string | { lit: string };
-/** A timestamp that is never NULL, as a JSON string: the quotes are literals, merged into the key's. */
-const isoQuoted = (col: string): Part[] => [{ lit: '"' }, isoSql(col), { lit: '"' }];
+/** A timestamp that is never NULL, as a JSON string: the quotes and marks are literals, merged into the key's. */
+const isoQuoted = (col: string): Part[] => [{ lit: '"' }, ...isoMarked(col), { lit: '"' }];
 const LISTED_FIELDS: readonly [string, string | Part[] | ((d: RetentionDefaults) => string)][] = [
   ['id', 'id::text'],
   // one of the states the column's CHECK allows: nothing to escape
@@ -239,13 +246,13 @@ const LISTED_FIELDS: readonly [string, string | Part[] | ((d: RetentionDefaults)
   ['message', orNull(jsonText('message'))],
   ['created', isoQuoted('created')],
   ['updated', isoQuoted('updated')],
-  ['finished', orNull(`'"' || ${isoSql('finished')} || '"'`)],
+  ['finished', orNull(`'"' || ${isoMarkedSql('finished')} || '"'`)],
   ['keepTempfiles', 'keep_tempfiles::text'],
   // most jobs have none
   ['stages', `CASE WHEN stages = '[]'::jsonb THEN '[]' ELSE ${raw('s', 'stages')} END`],
   ['retention', retentionSql],
   ['attempts', 'attempts::text'],
-  ['nextAttempt', orNull(`'"' || ${isoSql('next_attempt_at')} || '"'`)],
+  ['nextAttempt', orNull(`'"' || ${isoMarkedSql('next_attempt_at')} || '"'`)],
 ];
 const LISTED_BY_NAME = new Map(LISTED_FIELDS);
 
@@ -265,7 +272,7 @@ function retentionSql(d: RetentionDefaults): string {
   const finals = FINAL_JOB_STATES.map((st) => `'${st}'`).join(', ');
   const since = `CASE WHEN status IN (${finals}) THEN finished WHEN status = 'paused' THEN updated END`;
   return `'{"seconds":' || coalesce(${keep}::text, 'null') || ',"custom":' || (retention_sec IS NOT NULL)::text`
-    + ` || ',"deleteAfter":' || coalesce('"' || ${isoSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
+    + ` || ',"deleteAfter":' || coalesce('"' || ${isoMarkedSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
 }
 
 /**

@@ -62,6 +62,24 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
 
+  it('writes listed timestamps as GET does, whatever the length of their fraction (PostgreSQL trims its zeros)', async () => {
+    const job = await submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'times', name: 't' });
+    const defaults = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
+    const write = jobListWriter();
+    const q = parseODataQuery(`$filter=${encodeURIComponent("user eq 'times'")}`, JOB_FIELDS);
+    for (const [at, expected] of [['2024-02-29 23:59:59Z', '2024-02-29T23:59:59.000Z'], ['2024-01-01 00:00:00.5Z', '2024-01-01T00:00:00.500Z'],
+      ['2024-01-01 00:00:00.07Z', '2024-01-01T00:00:00.070Z'], ['2024-01-01 00:00:00.123Z', '2024-01-01T00:00:00.123Z'],
+      ['2024-01-01 00:00:00.1239Z', '2024-01-01T00:00:00.123Z'], ['1999-12-31 23:59:59.999999+02', '1999-12-31T21:59:59.999Z'],
+      ['2030-06-01 12:00:00.000001Z', '2030-06-01T12:00:00.000Z']] as const) {
+      await t.db.query(`UPDATE print_jobs SET status = 'processed', created = $2, updated = $2, finished = $2, next_attempt_at = $2 WHERE id = $1`, [job.id, at]);
+      const row = (await getJob(t.db, Number(job.id)))!;
+      const listed = write((await listJobs(t.db, q, undefined, defaults)).page);
+      expect(listed).toBe(JSON.stringify([presentJob(row, defaults)]));
+      expect(JSON.parse(listed)[0]).toMatchObject({ created: expected, updated: expected, finished: expected, nextAttempt: expected });
+    }
+    await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
+  });
+
   it('orders a listing by the table columns, ties by id as a number', async () => {
     const { rows: ids } = await t.db.query<{ id: number }>(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, created, checkin)
       SELECT 'processed', 'p2', 'tie', 'j' || i, 'text/plain', 1, repeat('0', 64), '2024-01-01Z', jsonb_build_object('type', 'api', 'n', 12 - i)
