@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +9,8 @@ import { createOutbox } from '../../../src/outbox/outbox.js';
 import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
-import { getJob, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { getJob, inlineDocument, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { INLINE_DOCUMENT_MAX, openJobDocument } from '../../../src/areas/print-jobs/job-document.js';
 import { jobListWriter, presentJob, selectFields } from '../../../src/areas/print-jobs/present.js';
 import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
 import { parseODataQuery } from '../../../src/query/odata.js';
@@ -35,10 +37,44 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const job = await submitPrintJob(deps, { printer: 'p 1', source: Readable.from([Buffer.from('%PDF-1.4 hi')]), mimeType: 'application/pdf', creator: 'alice', name: 'a' });
     expect(job.status).toBe('waitprocessing');
     expect(Number(job.size)).toBe(11);
-    expect(await deps.blobs.has(job.blob_sha256)).toBe(true);
+    expect(job.blob_sha256).toBe(createHash('sha256').update('%PDF-1.4 hi').digest('hex'));
+    // a small document is stored with the job, in the same statement: no blob file
+    expect(await inlineDocument(t.db, job.id)).toEqual(Buffer.from('%PDF-1.4 hi'));
+    expect(await deps.blobs.has(job.blob_sha256)).toBe(false);
     const { rows } = await t.db.query<{ name: string; data: { printer: string } }>(`SELECT name, data FROM outbox`);
     expect(rows).toEqual([{ name: 'print.dispatch', data: { printer: 'p 1' } }]);
     expect((await jobLog(t.db, Number(job.id))).map((l) => l.text)[0]).toMatch(/submitted by alice/);
+  });
+
+  it('keeps documents up to INLINE_DOCUMENT_MAX bytes with the job and streams larger ones into the blob store, in chunks as they come', async () => {
+    const big = { ...deps, maxBytes: 0 };
+    const bytes = (n: number) => Buffer.alloc(n, n % 251);
+    const chunked = (b: Buffer) => Readable.from([b.subarray(0, 1000), b.subarray(1000, 5000), b.subarray(5000)]);
+    for (const size of [0, INLINE_DOCUMENT_MAX - 1, INLINE_DOCUMENT_MAX, INLINE_DOCUMENT_MAX + 1, 3 * INLINE_DOCUMENT_MAX + 7]) {
+      const doc = bytes(size);
+      const job = await submitPrintJob(big, { printer: 'p2', source: chunked(doc), mimeType: 'application/octet-stream', creator: 'sizes' });
+      expect(Number(job.size)).toBe(size);
+      expect(job.blob_sha256).toBe(createHash('sha256').update(doc).digest('hex'));
+      const inline = await inlineDocument(t.db, job.id);
+      if (size <= INLINE_DOCUMENT_MAX) {
+        expect(inline).toEqual(doc);
+        expect(await deps.blobs.has(job.blob_sha256)).toBe(false);
+      } else {
+        expect(inline).toBeUndefined();
+        expect(await readFile(deps.blobs.pathOf(job.blob_sha256))).toEqual(doc);
+      }
+      // what a delivery reads, either way
+      expect(Buffer.concat(await (await openJobDocument(t.db, deps.blobs, job)).toArray())).toEqual(doc);
+    }
+    // the job's deletion takes its inline document along
+    await t.db.query(`DELETE FROM print_jobs WHERE creator = 'sizes'`);
+    expect((await t.db.query('SELECT job_id FROM print_documents WHERE job_id NOT IN (SELECT id FROM print_jobs)')).rows).toEqual([]);
+    // past maxBytes is refused (413) whether or not it would have fitted inline, and stores nothing
+    const small = { ...deps, maxBytes: 100 };
+    await expect(submitPrintJob(small, { printer: 'p2', source: chunked(bytes(101)), mimeType: 'text/plain', creator: 'sizes' })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect(Number((await submitPrintJob(small, { printer: 'p2', source: chunked(bytes(100)), mimeType: 'text/plain', creator: 'sizes' })).size)).toBe(100);
+    expect((await t.db.query(`SELECT size FROM print_jobs WHERE creator = 'sizes'`)).rows).toEqual([{ size: 100 }]);
+    await t.db.query(`DELETE FROM print_jobs WHERE creator = 'sizes'`);
   });
 
   it('lists jobs as JSON text byte for byte equal to the presented rows (queryArrays on this driver)', async () => {
