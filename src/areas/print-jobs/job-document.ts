@@ -40,14 +40,23 @@ export async function readSubmittedDocument(source: Readable, max: number): Prom
     size += chunk.length;
     if (size > max) break;
   }
-  // too large to keep with the job: the chunks read so far, then the rest of the source, streamed
+  // too large to keep with the job: the chunks read so far, then the rest of the source, streamed; when the
+  // consumer stops early (413, a failed write) the source is destroyed, as a pipeline from it would
   return {
     stream: Readable.from((async function* rest() {
-      yield* chunks;
-      for (;;) {
-        const r = await it.next();
-        if (r.done) return;
-        yield r.value;
+      let ended = false;
+      try {
+        yield* chunks;
+        for (;;) {
+          const r = await it.next();
+          if (r.done) {
+            ended = true;
+            return;
+          }
+          yield r.value;
+        }
+      } finally {
+        if (!ended) await it.return?.();
       }
     })(), { objectMode: false }),
   };

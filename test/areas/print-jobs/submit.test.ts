@@ -74,6 +74,13 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     await expect(submitPrintJob(small, { printer: 'p2', source: chunked(bytes(101)), mimeType: 'text/plain', creator: 'sizes' })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     expect(Number((await submitPrintJob(small, { printer: 'p2', source: chunked(bytes(100)), mimeType: 'text/plain', creator: 'sizes' })).size)).toBe(100);
     expect((await t.db.query(`SELECT size FROM print_jobs WHERE creator = 'sizes'`)).rows).toEqual([{ size: 100 }]);
+    // a refused body is not read to its end: the source is destroyed, as before
+    let sent = 0;
+    const endless = new Readable({ read() { sent += 1; this.push(bytes(64 * 1024)); } });
+    await expect(submitPrintJob({ ...deps, maxBytes: 200_000 }, { printer: 'p2', source: endless, mimeType: 'text/plain', creator: 'sizes' })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    await new Promise((r) => setImmediate(r));
+    expect(endless.destroyed).toBe(true);
+    expect(sent).toBeLessThan(20);
     await t.db.query(`DELETE FROM print_jobs WHERE creator = 'sizes'`);
   });
 
