@@ -17,8 +17,9 @@ import { inlineDocument, type PrintJobRow } from './print-job-store.js';
  *
  * 64 KiB: a print job's data is often a few KiB (labels, receipts, PCL or
  * ZPL text); at this size holding 20–40 concurrent submissions in memory
- * costs a few MiB, and PostgreSQL keeps such a value out of line in TOAST
- * without touching the job row's indexes.
+ * costs a few MiB, and PostgreSQL keeps such a value in its own table (in
+ * the row up to about 8 KB, in TOAST beyond), away from the job row and its
+ * indexes.
  */
 export const INLINE_DOCUMENT_MAX = 64 * 1024;
 
