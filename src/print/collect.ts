@@ -8,8 +8,8 @@ export interface CollectInput {
   record: Record<string, unknown>;
   /** The job's log as text (written as `log.txt`). */
   log: string;
-  /** The submitted document. */
-  document: { sha256: string; name: string };
+  /** The submitted document: its bytes when stored with the job (job-document.ts), else its blob. */
+  document: { sha256: string; name: string; bytes?: Buffer | undefined };
   /** Intermediate files still kept (`stages/<stage>.<ext>`). */
   stages: readonly { stage: string; sha256: string; mimeType: string }[];
 }
@@ -44,7 +44,9 @@ export async function collectJobZip(blobs: BlobStore, input: CollectInput): Prom
     zip.addReadStream(stream, name, { mtime, compress: !/\.(pdf|png|jpg|zip)$/i.test(name) });
     return undefined;
   };
-  await addBlob(input.document.sha256, `document/${zipEntryName(input.document.name)}`);
+  const documentName = `document/${zipEntryName(input.document.name)}`;
+  if (input.document.bytes) zip.addBuffer(input.document.bytes, documentName, { mtime, compress: !/\.(pdf|png|jpg|zip)$/i.test(documentName) });
+  else await addBlob(input.document.sha256, documentName);
   for (const st of input.stages) await addBlob(st.sha256, `stages/${zipEntryName(st.stage)}.${EXT[st.mimeType] ?? 'bin'}`);
   if (missing.length > 0) zip.addBuffer(Buffer.from(`not on disk any more:\n${missing.join('\n')}\n`), 'MISSING.txt', { mtime });
   zip.end();

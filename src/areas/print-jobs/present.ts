@@ -65,9 +65,11 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
  * The job listing's body from the page `listJobs` returns (print-job-store.ts),
  * byte for byte what `JSON.stringify` of `presentJob` (through `selectFields`)
  * gives: PostgreSQL built the JSON text of every field but the jsonb ones
- * (checkin, task, stages), whose text comes between LISTING_MARKs after a
- * letter: `c` to write compactly (`{"type": "api"}` as `{"type":"api"}`), `s`
- * for the presented stages. A page without marks goes out as it came.
+ * (checkin, task, stages) and the timestamps, whose text comes between
+ * LISTING_MARKs after a letter: `c` to write compactly (`{"type": "api"}` as
+ * `{"type":"api"}`), `s` for the presented stages, `t` for a timestamp's text
+ * (`2026-11-23 04:00:00.5` as `2026-11-23T04:00:00.500Z`). A page without marks
+ * goes out as it came.
  */
 export function jobListWriter() {
   const json = compactJson();
@@ -75,7 +77,8 @@ export function jobListWriter() {
     const parts = page.split(LISTING_MARK);
     for (let i = 1; i < parts.length; i += 2) {
       const part = parts[i]!;
-      parts[i] = part.charCodeAt(0) === 115 /* s */ ? stagesJson(part.slice(1)) : json(part.slice(1));
+      const kind = part.charCodeAt(0);
+      parts[i] = kind === 116 /* t */ ? isoOfText(part) : kind === 115 /* s */ ? stagesJson(part.slice(1)) : json(part.slice(1));
     }
     return parts.join('');
   };
@@ -97,6 +100,22 @@ function compactJson() {
     }
     return out;
   };
+}
+
+/**
+ * `t` and a UTC timestamp's PostgreSQL text (`YYYY-MM-DD HH:MI:SS`, then `.` and
+ * 1–6 digits unless the fraction is 0) as `Date.toISOString()` writes the Date
+ * the driver parses from it: milliseconds truncated, `Z`. Anything else (years
+ * past 9999, BC) goes through a Date.
+ */
+function isoOfText(part: string): string {
+  const n = part.length;
+  if (n === 20 && part.charCodeAt(11) === 32) return `${part.slice(1, 11)}T${part.slice(12)}.000Z`;
+  if (n >= 22 && n <= 27 && part.charCodeAt(11) === 32 && part.charCodeAt(20) === 46) {
+    const ms = part.slice(21, 24);
+    return `${part.slice(1, 11)}T${part.slice(12, 20)}.${ms.length === 3 ? ms : ms.padEnd(3, '0')}Z`;
+  }
+  return new Date(`${part.slice(1).replace(' ', 'T')}Z`).toISOString();
 }
 
 const stagesJson = (text: string): string => text === '[]' ? text

@@ -9,7 +9,8 @@ import { logText, presentJob } from './present.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { JOB_OPERATION_RULES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
-import { deleteJob, getJob, listJobs, parseJobId, setKeepTempfiles, transitionJob, type PrintJobRow } from './print-job-store.js';
+import { deleteJob, getJob, inlineDocument, listJobs, parseJobId, setKeepTempfiles, transitionJob, type PrintJobRow } from './print-job-store.js';
+import { jobDocumentSource } from './job-document.js';
 import { jobLog, type PrintLogRow } from './print-log.js';
 import { submitPrintJob, type SubmitInput } from './submit-print-job.js';
 
@@ -92,9 +93,11 @@ export class PrintJobService {
   async pageInfo(p: Principal, rawId: string): Promise<PageInfo & { source: 'document' | 'preprocessed' }> {
     const job = await this.get(p, rawId);
     const stage = job.stages.find((st) => st.stage === 'preprocessed');
-    const sha = stage?.sha256 ?? job.blob_sha256;
-    if (!(await this.s.blobs.has(sha))) throw new AppError('JOB_NOT_FOUND', `the document of job ${job.id} is gone`, { id: Number(job.id) });
-    return { ...(await pageInfo(this.s.blobs.pathOf(sha))), source: stage ? 'preprocessed' : 'document' };
+    const source = stage ? this.s.blobs.pathOf(stage.sha256) : await jobDocumentSource(this.s.db, this.s.blobs, job);
+    if (typeof source === 'string' && !(await this.s.blobs.has(stage?.sha256 ?? job.blob_sha256))) {
+      throw new AppError('JOB_NOT_FOUND', `the document of job ${job.id} is gone`, { id: Number(job.id) });
+    }
+    return { ...(await pageInfo(source)), source: stage ? 'preprocessed' : 'document' };
   }
 
   /** A streamed ZIP of the job's record, log, document and kept stage files (support). */
@@ -104,7 +107,7 @@ export class PrintJobService {
     const zip = await collectJobZip(this.s.blobs, {
       record: presentJob(job, this.s.config.print.retention),
       log: logText(log),
-      document: { sha256: job.blob_sha256, name: job.file_name ?? job.name },
+      document: { sha256: job.blob_sha256, name: job.file_name ?? job.name, bytes: await inlineDocument(this.s.db, job.id) },
       stages: job.stages,
     });
     return { job, zip };

@@ -68,16 +68,35 @@ export interface NewJob {
   retentionSec: number | null;
 }
 
-export async function insertJob(sql: Sql, j: NewJob): Promise<PrintJobRow> {
+/** Stores the job and, when its document is small enough to live with it (job-document.ts), the document's bytes. */
+export async function insertJob(sql: Sql, j: NewJob, document: Buffer | null): Promise<PrintJobRow> {
   const { rows } = await sql.query<PrintJobRow>(
-    `INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
+    `WITH main AS (INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
        copies, priority, checkin, task, flow, retention_sec)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *),
+     ${DOCUMENT_CTE('$17')}
+     SELECT * FROM main`,
     [j.status, j.printer, j.redirectedFrom, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
-      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec],
+      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, document],
   );
   return rows[0]!;
 }
+
+/** The CTE that stores the inserted job's (`main`) document inline when the parameter is not NULL. */
+const DOCUMENT_CTE = (param: string) => `inline_document AS (INSERT INTO print_documents (job_id, bytes) SELECT id, ${param}::bytea FROM main WHERE ${param}::bytea IS NOT NULL)`;
+
+/** The job's document when it is stored with the job (migration 016); undefined: it is in the blob store. */
+export async function inlineDocument(sql: Sql, jobId: number | string): Promise<Buffer | undefined> {
+  const { rows } = await sql.query<{ bytes: Uint8Array }>(`SELECT ${INLINE_DOCUMENT_OF('$1')} AS bytes`, [jobId]);
+  return asBuffer(rows[0]?.bytes ?? null) ?? undefined;
+}
+
+/** SQL: the inline document of the job whose id is `id` (NULL: none), as a scalar subquery. */
+export const INLINE_DOCUMENT_OF = (id: string) => `(SELECT bytes FROM print_documents WHERE job_id = ${id})`;
+
+/** A bytea value as a Buffer: pg gives a Buffer, PGlite a Uint8Array. */
+export const asBuffer = (bytes: Uint8Array | null): Buffer | null =>
+  bytes && (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 
 /** What a submission needs to know before it reads the document: the printer's flow, where its redirect chain ends, whether the flow exists. */
 export interface SubmitTarget {
@@ -110,9 +129,10 @@ export async function submitTarget(sql: Sql, printer: string, flow: string | nul
  * when the printer is gone or its chain ends elsewhere now. A job for a
  * printer that is paused or disabled (and not redirected) stores no dispatch
  * wake-up: the operation that releases it wakes it, and it waits for this
- * share lock, so it commits after the job.
+ * share lock, so it commits after the job. A small `document` is stored with
+ * the job in the same statement (print_documents, job-document.ts).
  */
-export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJob, 'printer' | 'redirectedFrom'>, log: string): FusedStatement {
+export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJob, 'printer' | 'redirectedFrom'>, log: string, document: Buffer | null): FusedStatement {
   return {
     with: `sent_to AS (SELECT name, redirect, paused, enabled FROM printers WHERE name = $1 FOR SHARE), ${redirectChain('sent_to')}`,
     text: `INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
@@ -120,12 +140,12 @@ export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJo
        SELECT $3, chain_end.name, CASE WHEN chain_end.name = $1 THEN NULL ELSE $1 END, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
          FROM ${CHAIN_END} WHERE chain_end.name = $2
        RETURNING *`,
-    also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $17 FROM main)`,
+    also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $17 FROM main), ${DOCUMENT_CTE('$18')}`,
     // a printer held (paused, disabled) needs no wake-up: read under the share lock, so its resume or
     // re-enabling (which wakes it) commits after this job and its run sees it
     jobIf: 'NOT EXISTS (SELECT 1 FROM sent_to WHERE redirect IS NULL AND (paused OR NOT enabled))',
     params: [sentTo, target, j.status, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
-      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, logText(log)],
+      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, logText(log), document],
   };
 }
 
@@ -188,26 +208,33 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
   return row;
 }
 
-/** A timestamptz as the API writes it (`Date.toISOString()`: UTC, milliseconds, `Z`), as text. */
-const isoSql = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const jsonText = (col: string) => `to_json(${col})::text`;
 const orNull = (expr: string) => `coalesce(${expr}, 'null')`;
 
-/** Around a jsonb value in a listed page whose text present.ts rewrites (see LISTED_FIELDS). */
+/** Around a jsonb value or a timestamp in a listed page whose text present.ts rewrites (see LISTED_FIELDS). */
 export const LISTING_MARK = '\x01';
 /**
  * A jsonb column's text between two LISTING_MARKs, after a letter naming the
- * rewrite (`c`: written compactly, `s`: the presented stages); NULL for NULL.
- * The mark cannot occur anywhere else in a page: PostgreSQL escapes control
- * characters in the JSON text of strings (`to_json`) and of jsonb alike.
+ * rewrite (`c`: written compactly, `s`: the presented stages; `t` is a
+ * timestamp's, isoMarked); NULL for NULL. The mark cannot occur anywhere else
+ * in a page: PostgreSQL escapes control characters in the JSON text of strings
+ * (`to_json`) and of jsonb alike, and a timestamp's text has none.
  */
 const raw = (rewrite: 'c' | 's', col: string) => `chr(1) || '${rewrite}' || ${col}::text || chr(1)`;
+/**
+ * A timestamptz's own text in UTC (`2026-11-23 04:00:00.123456`, DateStyle ISO as both drivers run it) between
+ * LISTING_MARKs after `t`; present.ts writes it as `Date.toISOString()` does (UTC, milliseconds, `Z`). `to_char`
+ * with the ISO pattern cost 0.5 µs a value in PostgreSQL, this text about 0.1 (docs/benchmarks.md, print listing).
+ */
+const isoMarked = (col: string): Part[] => [{ lit: `${LISTING_MARK}t` }, `(${col} AT TIME ZONE 'UTC')::text`, { lit: LISTING_MARK }];
+/** isoMarked as SQL text, for a value that may be NULL (then NULL). */
+const isoMarkedSql = (col: string) => `'${LISTING_MARK}t' || (${col} AT TIME ZONE 'UTC')::text || '${LISTING_MARK}'`;
 
 /**
  * How a listing presents each field of a job (presentJob's order, present.ts),
  * as the field's JSON text built by PostgreSQL: `to_json` escapes strings
- * exactly as `JSON.stringify` does; numbers and ISO timestamps as text; the
- * retention computed from the defaults. jsonb (checkin, task, stages) comes as
+ * exactly as `JSON.stringify` does; numbers as text, timestamps as their own
+ * text between marks (isoMarked); the retention computed from the defaults. jsonb (checkin, task, stages) comes as
  * its text between marks, since PostgreSQL writes it with spaces
  * (`{"type": "api"}`) and present.ts makes it compact (checking that in SQL cost
  * more than all the other fields: a regular expression, 1–5 µs a value).
@@ -216,8 +243,8 @@ const raw = (rewrite: 'c' | 's', col: string) => `chr(1) || '${rewrite}' || ${co
  * (bench/print-listing.ts, docs/benchmarks.md).
  */
 type Part = string | { lit: string };
-/** A timestamp that is never NULL, as a JSON string: the quotes are literals, merged into the key's. */
-const isoQuoted = (col: string): Part[] => [{ lit: '"' }, isoSql(col), { lit: '"' }];
+/** A timestamp that is never NULL, as a JSON string: the quotes and marks are literals, merged into the key's. */
+const isoQuoted = (col: string): Part[] => [{ lit: '"' }, ...isoMarked(col), { lit: '"' }];
 const LISTED_FIELDS: readonly [string, string | Part[] | ((d: RetentionDefaults) => string)][] = [
   ['id', 'id::text'],
   // one of the states the column's CHECK allows: nothing to escape
@@ -239,13 +266,13 @@ const LISTED_FIELDS: readonly [string, string | Part[] | ((d: RetentionDefaults)
   ['message', orNull(jsonText('message'))],
   ['created', isoQuoted('created')],
   ['updated', isoQuoted('updated')],
-  ['finished', orNull(`'"' || ${isoSql('finished')} || '"'`)],
+  ['finished', orNull(`'"' || ${isoMarkedSql('finished')} || '"'`)],
   ['keepTempfiles', 'keep_tempfiles::text'],
   // most jobs have none
   ['stages', `CASE WHEN stages = '[]'::jsonb THEN '[]' ELSE ${raw('s', 'stages')} END`],
   ['retention', retentionSql],
   ['attempts', 'attempts::text'],
-  ['nextAttempt', orNull(`'"' || ${isoSql('next_attempt_at')} || '"'`)],
+  ['nextAttempt', orNull(`'"' || ${isoMarkedSql('next_attempt_at')} || '"'`)],
 ];
 const LISTED_BY_NAME = new Map(LISTED_FIELDS);
 
@@ -265,7 +292,7 @@ function retentionSql(d: RetentionDefaults): string {
   const finals = FINAL_JOB_STATES.map((st) => `'${st}'`).join(', ');
   const since = `CASE WHEN status IN (${finals}) THEN finished WHEN status = 'paused' THEN updated END`;
   return `'{"seconds":' || coalesce(${keep}::text, 'null') || ',"custom":' || (retention_sec IS NOT NULL)::text`
-    + ` || ',"deleteAfter":' || coalesce('"' || ${isoSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
+    + ` || ',"deleteAfter":' || coalesce('"' || ${isoMarkedSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
 }
 
 /**

@@ -4,6 +4,7 @@ import { AppError } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
+import { INLINE_DOCUMENT_MAX, readSubmittedDocument } from './job-document.js';
 import { initialJobState } from './job-states.js';
 import { insertJob, insertJobStatement, submitTarget, type PrintJobRow } from './print-job-store.js';
 import { printLog } from './print-log.js';
@@ -18,7 +19,7 @@ export interface SubmitDeps {
 
 export interface SubmitInput {
   printer: string;
-  /** The document, streamed into the blob store (never held in memory). */
+  /** The document: up to INLINE_DOCUMENT_MAX bytes read whole and stored with the job, larger ones streamed into the blob store (job-document.ts). */
   source: Readable;
   mimeType: string;
   name?: string;
@@ -37,10 +38,11 @@ export interface SubmitInput {
 /**
  * The one way a print job enters the system (the `POST /v3/jobs/` extension,
  * `createTestJob`, the print connector). Checks the printer and the flow
- * first (404 before a byte is read), streams the document into the blob
- * store, then atomically (one statement, in the caller's `tx` when given)
+ * first (404 before a byte is read), reads a small document whole or streams
+ * a larger one into the blob store (job-document.ts), then atomically (one statement, in the caller's `tx` when given)
  * inserts the job on the end of the printer's redirect chain in
- * `waitpreprocessing` (a flow to run) or `waitprocessing`, logs it, and adds
+ * `waitpreprocessing` (a flow to run) or `waitprocessing` with a small
+ * document's bytes, logs it, and adds
  * the outbox entry `print.dispatch { printer }` that wakes the engine for that
  * printer. If the printer was deleted or redirected while the document
  * streamed in, that statement inserts no job (its wake-up of the old target
@@ -54,7 +56,10 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
   if (!seen) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
   const { flow } = seen;
   if (flow && !seen.flowExists) throw new AppError('FLOW_NOT_FOUND', `no flow named "${flow}"`, { flow });
-  const blob = await deps.blobs.put(input.source, deps.maxBytes);
+  // a small document goes into the job's own statement (job-document.ts); a larger one (or one past maxBytes, refused by put) streams into the blob store
+  const read = await readSubmittedDocument(input.source, deps.maxBytes > 0 ? Math.min(INLINE_DOCUMENT_MAX, deps.maxBytes) : INLINE_DOCUMENT_MAX);
+  const document = 'bytes' in read ? read.bytes : null;
+  const blob = 'bytes' in read ? { sha256: read.sha256, size: read.bytes.length } : await deps.blobs.put(read.stream, deps.maxBytes);
   const job = {
     status: initialJobState(flow),
     creator: input.creator,
@@ -76,13 +81,13 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
   // the job, its log line and its outbox entry in one statement (no transaction of its own), as long as the
   // printer is still there and its redirect chain still ends where it did before the document streamed in
   const [row] = await deps.outbox.addWith<'print.dispatch', PrintJobRow>(
-    sql, insertJobStatement(input.printer, seen.target, job, logLine(seen.target)), 'print.dispatch', { printer: seen.target });
+    sql, insertJobStatement(input.printer, seen.target, job, logLine(seen.target), document), 'print.dispatch', { printer: seen.target });
   if (row) return row;
   // the printer was deleted or redirected meanwhile (rare): decided step by step in a transaction
   const run = async (t: Sql): Promise<PrintJobRow> => {
     if (!(await getPrinter(t, input.printer, 'share'))) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
     const target = await resolveRedirect(t, input.printer);
-    const inserted = await insertJob(t, { ...job, printer: target, redirectedFrom: target === input.printer ? null : input.printer });
+    const inserted = await insertJob(t, { ...job, printer: target, redirectedFrom: target === input.printer ? null : input.printer }, document);
     await printLog(t, { jobId: inserted.id, printer: target, text: logLine(target) });
     await deps.outbox.add(t, 'print.dispatch', { printer: target });
     return inserted;

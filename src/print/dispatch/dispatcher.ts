@@ -5,6 +5,7 @@ import type { BlobStore } from '../../blobs/blob-store.js';
 import { PrintDeliveryError, type Acknowledgement, type PrintBackendContext } from '../../connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../connectors/print-backends/registry.js';
 import { AppError } from '../../errors/app-error.js';
+import { jobDocumentFile, openJobDocument } from '../../areas/print-jobs/job-document.js';
 import { transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
 import { printLog } from '../../areas/print-jobs/print-log.js';
 import type { Logger } from '../../logging/logger.js';
@@ -87,7 +88,7 @@ export class Dispatcher {
           step = await claim();
           break;
         case 'deliver': {
-          const after = await this.deliver(step.job, step.printer, ctx.signal);
+          const after = await this.deliver(step.job, step.printer, ctx.signal, step.document);
           if ('retryInMs' in after) throw new RunAgainError(after.retryInMs, `printer "${printer}" unreachable; job ${step.job.id} retried in ${after.retryInMs} ms`);
           step = after.next;
           break;
@@ -130,7 +131,7 @@ export class Dispatcher {
       try {
         const steps = await flowSteps(db, job.flow!);
         if (!steps) throw new AppError('FLOW_FAILED', `flow "${job.flow}" no longer exists`);
-        const result = await runFlow(steps, blobs.pathOf(job.blob_sha256), work, { keepStages: job.keep_tempfiles, signal });
+        const result = await runFlow(steps, await jobDocumentFile(db, blobs, job, work), work, { keepStages: job.keep_tempfiles, signal });
         const created = new Date().toISOString();
         for (const st of result.stages) {
           if (st.path === result.output) continue;
@@ -168,14 +169,16 @@ export class Dispatcher {
    * transaction (one commit per job instead of two); when the printer was
    * unreachable, the job is postponed and the run waits `retryInMs`.
    */
-  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal): Promise<{ retryInMs: number } | { next: NextStep }> {
+  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: NextStep }> {
     const { db, blobs } = this.deps;
-    const doc = job.stages.find((s) => s.stage === 'preprocessed') ?? { sha256: job.blob_sha256, size: Number(job.size), mimeType: job.mime_type };
+    const stage = job.stages.find((s) => s.stage === 'preprocessed');
+    const doc = stage ?? { size: Number(job.size), mimeType: job.mime_type };
     let ack: Acknowledgement | undefined;
     let failure: PrintDeliveryError | undefined;
     try {
       const backend = printBackendFor(printer.connection, { log: this.deps.log, ...this.deps.backend });
-      const content = blobs.reader(doc.sha256, doc.size);
+      // the flow's output is a blob; the submitted document may be stored with the job
+      const content = stage ? blobs.reader(stage.sha256, stage.size) : await openJobDocument(db, blobs, job, document);
       ack = await backend.send({
         // the queue position names the delivery: a repeated job is a new delivery, a retry the same one
         jobId: `${job.id}-${job.seq}`,

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +9,8 @@ import { createOutbox } from '../../../src/outbox/outbox.js';
 import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
-import { getJob, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { getJob, inlineDocument, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { INLINE_DOCUMENT_MAX, openJobDocument } from '../../../src/areas/print-jobs/job-document.js';
 import { jobListWriter, presentJob, selectFields } from '../../../src/areas/print-jobs/present.js';
 import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
 import { parseODataQuery } from '../../../src/query/odata.js';
@@ -35,10 +37,51 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const job = await submitPrintJob(deps, { printer: 'p 1', source: Readable.from([Buffer.from('%PDF-1.4 hi')]), mimeType: 'application/pdf', creator: 'alice', name: 'a' });
     expect(job.status).toBe('waitprocessing');
     expect(Number(job.size)).toBe(11);
-    expect(await deps.blobs.has(job.blob_sha256)).toBe(true);
+    expect(job.blob_sha256).toBe(createHash('sha256').update('%PDF-1.4 hi').digest('hex'));
+    // a small document is stored with the job, in the same statement: no blob file
+    expect(await inlineDocument(t.db, job.id)).toEqual(Buffer.from('%PDF-1.4 hi'));
+    expect(await deps.blobs.has(job.blob_sha256)).toBe(false);
     const { rows } = await t.db.query<{ name: string; data: { printer: string } }>(`SELECT name, data FROM outbox`);
     expect(rows).toEqual([{ name: 'print.dispatch', data: { printer: 'p 1' } }]);
     expect((await jobLog(t.db, Number(job.id))).map((l) => l.text)[0]).toMatch(/submitted by alice/);
+  });
+
+  it('keeps documents up to INLINE_DOCUMENT_MAX bytes with the job and streams larger ones into the blob store, in chunks as they come', async () => {
+    const big = { ...deps, maxBytes: 0 };
+    const bytes = (n: number) => Buffer.alloc(n, n % 251);
+    const chunked = (b: Buffer) => Readable.from([b.subarray(0, 1000), b.subarray(1000, 5000), b.subarray(5000)]);
+    for (const size of [0, INLINE_DOCUMENT_MAX - 1, INLINE_DOCUMENT_MAX, INLINE_DOCUMENT_MAX + 1, 3 * INLINE_DOCUMENT_MAX + 7]) {
+      const doc = bytes(size);
+      const job = await submitPrintJob(big, { printer: 'p2', source: chunked(doc), mimeType: 'application/octet-stream', creator: 'sizes' });
+      expect(Number(job.size)).toBe(size);
+      expect(job.blob_sha256).toBe(createHash('sha256').update(doc).digest('hex'));
+      const inline = await inlineDocument(t.db, job.id);
+      if (size <= INLINE_DOCUMENT_MAX) {
+        expect(inline).toEqual(doc);
+        expect(await deps.blobs.has(job.blob_sha256)).toBe(false);
+      } else {
+        expect(inline).toBeUndefined();
+        expect(await readFile(deps.blobs.pathOf(job.blob_sha256))).toEqual(doc);
+      }
+      // what a delivery reads, either way
+      expect(Buffer.concat(await (await openJobDocument(t.db, deps.blobs, job)).toArray())).toEqual(doc);
+    }
+    // the job's deletion takes its inline document along
+    await t.db.query(`DELETE FROM print_jobs WHERE creator = 'sizes'`);
+    expect((await t.db.query('SELECT job_id FROM print_documents WHERE job_id NOT IN (SELECT id FROM print_jobs)')).rows).toEqual([]);
+    // past maxBytes is refused (413) whether or not it would have fitted inline, and stores nothing
+    const small = { ...deps, maxBytes: 100 };
+    await expect(submitPrintJob(small, { printer: 'p2', source: chunked(bytes(101)), mimeType: 'text/plain', creator: 'sizes' })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect(Number((await submitPrintJob(small, { printer: 'p2', source: chunked(bytes(100)), mimeType: 'text/plain', creator: 'sizes' })).size)).toBe(100);
+    expect((await t.db.query(`SELECT size FROM print_jobs WHERE creator = 'sizes'`)).rows).toEqual([{ size: 100 }]);
+    // a refused body is not read to its end: the source is destroyed, as before
+    let sent = 0;
+    const endless = new Readable({ read() { sent += 1; this.push(bytes(64 * 1024)); } });
+    await expect(submitPrintJob({ ...deps, maxBytes: 200_000 }, { printer: 'p2', source: endless, mimeType: 'text/plain', creator: 'sizes' })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    await new Promise((r) => setImmediate(r));
+    expect(endless.destroyed).toBe(true);
+    expect(sent).toBeLessThan(20);
+    await t.db.query(`DELETE FROM print_jobs WHERE creator = 'sizes'`);
   });
 
   it('lists jobs as JSON text byte for byte equal to the presented rows (queryArrays on this driver)', async () => {
@@ -59,6 +102,24 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     expect(JSON.parse(write(page))[0]).toMatchObject({ checkin: { type: 'api', source: 'ua/1.0 "x" \u0001c' }, task: { tid: 't \u0001s' }, stages: [{ stage: 'preprocessed', size: 7 }] });
     const jsonbOnly = await listJobs(t.db, { ...q, select: ['task', 'stages', 'checkin'] }, undefined, defaults);
     expect(write(jsonbOnly.page)).toBe(JSON.stringify([selectFields(presentJob(row, defaults), ['task', 'stages', 'checkin'])]));
+    await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
+  });
+
+  it('writes listed timestamps as GET does, whatever the length of their fraction (PostgreSQL trims its zeros)', async () => {
+    const job = await submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'times', name: 't' });
+    const defaults = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
+    const write = jobListWriter();
+    const q = parseODataQuery(`$filter=${encodeURIComponent("user eq 'times'")}`, JOB_FIELDS);
+    for (const [at, expected] of [['2024-02-29 23:59:59Z', '2024-02-29T23:59:59.000Z'], ['2024-01-01 00:00:00.5Z', '2024-01-01T00:00:00.500Z'],
+      ['2024-01-01 00:00:00.07Z', '2024-01-01T00:00:00.070Z'], ['2024-01-01 00:00:00.123Z', '2024-01-01T00:00:00.123Z'],
+      ['2024-01-01 00:00:00.1239Z', '2024-01-01T00:00:00.123Z'], ['1999-12-31 23:59:59.999999+02', '1999-12-31T21:59:59.999Z'],
+      ['2030-06-01 12:00:00.000001Z', '2030-06-01T12:00:00.000Z']] as const) {
+      await t.db.query(`UPDATE print_jobs SET status = 'processed', created = $2, updated = $2, finished = $2, next_attempt_at = $2 WHERE id = $1`, [job.id, at]);
+      const row = (await getJob(t.db, Number(job.id)))!;
+      const listed = write((await listJobs(t.db, q, undefined, defaults)).page);
+      expect(listed).toBe(JSON.stringify([presentJob(row, defaults)]));
+      expect(JSON.parse(listed)[0]).toMatchObject({ created: expected, updated: expected, finished: expected, nextAttempt: expected });
+    }
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
 

@@ -5,6 +5,7 @@ import { abandonDispatch, dispatchHandlers } from '../../../src/print/dispatch/i
 import { AREAS } from '../../../src/areas/index.js';
 import { dropQueues, eventually, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
+import { INLINE_DOCUMENT_MAX } from '../../../src/areas/print-jobs/job-document.js';
 import { addPrinter, jobs, settled, logText, setPrinter, startDispatchRuntime, submit, until, wake } from './harness.js';
 
 let rt: TestRuntime;
@@ -57,6 +58,21 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
     const { rows } = await rt.services.db.query<{ name: string; last_printed: Date | null; error: unknown }>('SELECT name, last_printed, error FROM printers WHERE name LIKE $1', ['bulk %']);
     expect(rows.every((r) => r.last_printed !== null && r.error === null)).toBe(true);
   }, 180_000);
+
+  it('documents stored with the job and in the blob store reach the printer byte for byte, in order', async () => {
+    const s = await sink();
+    await addPrinter(rt, 'sizes', s.connection, { paused: true });
+    const bodies = [1, INLINE_DOCUMENT_MAX, INLINE_DOCUMENT_MAX + 1, 100, 3 * INLINE_DOCUMENT_MAX].map((n, i) => Buffer.alloc(n, 65 + i));
+    const ids: string[] = [];
+    for (const body of bodies) ids.push((await submit(rt, 'sizes', body)).id);
+    const { rows } = await rt.services.db.query<{ job_id: string }>('SELECT job_id FROM print_documents WHERE job_id = ANY($1::bigint[]) ORDER BY job_id', [ids]);
+    expect(rows.map((r) => String(r.job_id))).toEqual([ids[0], ids[1], ids[3]].map(String));
+    await setPrinter(rt, 'sizes', { paused: false });
+    await wake(rt, 'sizes');
+    await until(rt, ids, ['processed']);
+    await eventually(async () => (s.jobs().length >= bodies.length ? true : undefined), 5000);
+    expect(s.received()).toEqual(bodies);
+  });
 
   it('a printer that is down: its jobs are postponed, then printed in order, each once, when it comes up', async () => {
     const s = await sink();
