@@ -19,21 +19,33 @@ const indexValid = async (db: Database) =>
      WHERE c.relname = 'entries_name_test_idx' AND c.relnamespace = to_regnamespace(current_schema())`)).rows;
 const recorded = async (db: Database) => (await db.query<{ id: number }>('SELECT id FROM schema_migrations ORDER BY id')).rows.map((r) => r.id);
 
-async function withSchema<T>(fn: (open: () => Promise<Database>) => Promise<T>): Promise<T> {
-  const schema = uniqueName('mg');
+/**
+ * A database of the test's own (not just a schema): CREATE INDEX CONCURRENTLY
+ * waits for every older transaction in its database to end, and other test
+ * files hold long ones in the shared test database (a 1,000-item task, a
+ * held lock), which made these tests time out under load.
+ */
+async function withDatabase<T>(fn: (open: () => Promise<Database>) => Promise<T>): Promise<T> {
+  const name = uniqueName('mg');
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
   try {
-    return await fn(() => openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 2 }));
+    await admin.query(`CREATE DATABASE "${name}"`);
+    const url = new URL(TEST_DATABASE_URL);
+    url.pathname = `/${name}`;
+    try {
+      return await fn(() => openPostgres({ url: url.toString(), schema: 'wcr', poolSize: 2 }));
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    }
   } finally {
-    const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await c.end();
+    await admin.end();
   }
 }
 
 describe('migrations outside a transaction', () => {
   it('PostgreSQL: CREATE INDEX CONCURRENTLY runs and is recorded once; inside a transaction it is refused and nothing is recorded', async () => {
-    await withSchema(async (open) => {
+    await withDatabase(async (open) => {
       const db = await open();
       try {
         const ids = MIGRATIONS.map((m) => m.id);
@@ -53,7 +65,7 @@ describe('migrations outside a transaction', () => {
   });
 
   it('PostgreSQL: four processes starting together with a concurrent index: no deadlock, each migration applied once', async () => {
-    await withSchema(async (open) => {
+    await withDatabase(async (open) => {
       const dbs = await Promise.all(Array.from({ length: 4 }, open));
       try {
         // rows to index (each its own service root)
@@ -82,5 +94,5 @@ describe('migrations outside a transaction', () => {
     } finally {
       await db.close();
     }
-  });
+  }, 90_000); // three full migration runs in the WASM engine: 30 s and more on a loaded machine
 });
