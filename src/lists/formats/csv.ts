@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
+import { CsvError, type Options, parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
-import { CsvReader, CsvSyntaxError, type Field, QUOTED_EMPTY } from './csv-reader.js';
 import { invalidCsv, listTooLarge } from './format-errors.js';
 import { type ListLimits, type ListSource, type ParsedList, type ParsedListItem, fromBatches, headerNotReady } from './list-document.js';
 import { MetadataBuilder, flatten, joinPath, splitPath } from './metadata-paths.js';
@@ -19,6 +19,35 @@ type Column =
   | { kind: 'item.href' }
   | { kind: 'item.metadata'; path: string[] };
 
+/** Marks a quoted empty field (`""`), which the parsed record alone does not tell from an unquoted one. */
+const QUOTED_EMPTY = Symbol('quoted empty');
+type Field = string | typeof QUOTED_EMPTY;
+
+/**
+ * Finds the quoted empty fields of a record in its raw text. (csv-parse's
+ * `cast` would tell each field's quoting too, but costs several times the
+ * whole parse.) Only records with an empty field are scanned; the raw text may
+ * start with the blank lines skipped before it.
+ */
+function markQuotedEmpties(record: string[], raw: string): Field[] {
+  if (!record.includes('')) return record;
+  const fields: Field[] = [...record];
+  let i = 0;
+  while (raw[i] === '\r' || raw[i] === '\n') i++;
+  for (let f = 0; f < record.length && i < raw.length; f++) {
+    if (raw[i] !== '"') {
+      const comma = raw.indexOf(',', i);
+      i = comma < 0 ? raw.length : comma + 1;
+      continue;
+    }
+    let close = raw.indexOf('"', i + 1);
+    while (close >= 0 && raw[close + 1] === '"') close = raw.indexOf('"', close + 2);
+    if (close < 0) break;
+    if (close === i + 1) fields[f] = QUOTED_EMPTY;
+    i = close + 2;
+  }
+  return fields;
+}
 const valueOf = (f: Field | undefined): string | undefined => (f === QUOTED_EMPTY ? '' : f === '' ? undefined : f);
 
 const LIST_META = 'list.metadata.';
@@ -58,11 +87,12 @@ const CSV_MESSAGES: Partial<Record<string, string>> = {
   CSV_MAX_RECORD_SIZE: 'the row is longer than the limit',
 };
 
-/** Turns the reader's error into a 400 naming the row and, when known, the column. */
-function fromCsvError(err: CsvSyntaxError, header: readonly string[], limits: ListLimits) {
-  const records = err.records;
-  const column = records > 0 && err.code !== 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH' ? header[err.column] : undefined;
-  const line = err.lines;
+/** Turns csv-parse's error into a 400 naming the row and, when known, the column. */
+function fromCsvError(err: CsvError, header: readonly string[], limits: ListLimits) {
+  const records = typeof err.records === 'number' ? err.records : 0;
+  const index = typeof err.column === 'number' ? err.column : undefined;
+  const column = records > 0 && index !== undefined && err.code !== 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH' ? header[index] : undefined;
+  const line = typeof err.lines === 'number' ? err.lines : undefined;
   const base = CSV_MESSAGES[err.code] ?? err.message;
   const what = err.code === 'CSV_MAX_RECORD_SIZE' ? `${base} of ${limits.maxRecordChars} characters` : base;
   return invalidCsv(`row ${records + 1}${column !== undefined ? `, column ${column}` : ''}: ${what}`, {
@@ -84,72 +114,53 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
   let done = false;
 
   async function* batches(): AsyncGenerator<ParsedListItem[]> {
-    const reader = new CsvReader(limits.maxRecordChars);
-    // the source is read in paused mode, a chunk each time the consumer asks for more (back-pressure up to the socket)
-    let failure: unknown;
-    let ended = source.readableEnded;
-    let closed = false;
-    let wake: (() => void) | undefined;
-    const onReadable = () => wake?.();
-    const onEnd = () => {
-      ended = true;
-      wake?.();
+    const options = {
+      bom: true,
+      skip_empty_lines: true,
+      record_delimiter: ['\r\n', '\n'],
+      max_record_size: limits.maxRecordChars,
+      raw: true,
+      // a failing record then leaves the records before it readable, so the header is never lost to an error in the next rows
+      autoDestroy: false,
     };
+    // the typings know neither `raw: true` records nor the stream options csv-parse hands to its Transform
+    const parser = parse(options as Options);
+    let failure: unknown;
     const onError = (err: unknown) => {
       failure ??= err;
-      wake?.();
     };
-    const onClose = () => {
-      closed = true;
-      wake?.();
-    };
-    source.on('readable', onReadable);
-    source.on('end', onEnd);
-    source.on('error', onError);
-    source.on('close', onClose);
+    parser.on('error', onError);
+    const onSourceError = (err: Error) => parser.destroy(err);
+    source.on('error', onSourceError);
+    source.pipe(parser);
+    // wakes the loop below when the parser has records, has ended or failed (only ever awaited right after read() found nothing)
+    let wake: (() => void) | undefined;
+    const onEvent = () => wake?.();
+    parser.on('readable', onEvent);
+    parser.on('end', onEvent);
+    parser.on('error', onEvent);
+    parser.on('close', onEvent);
     let header: string[] | undefined;
     let columns: Column[] = [];
     let row = 0;
     let count = 0;
     const list = new MetadataBuilder(limits.maxKeys);
-    const records: Field[][] = [];
     try {
-      for (let last = false; !last;) {
-        // the records of the next chunk; a bad record ends them (the records before it are handed over first)
-        let syntaxError: CsvSyntaxError | undefined;
-        const chunk = failure === undefined ? (source.read() as Buffer | string | null) : null;
-        records.length = 0;
-        try {
-          if (chunk !== null) reader.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk, records);
-          else if (failure !== undefined) throw failure;
-          else if (ended) {
-            reader.end(records);
-            last = true;
-          } else if (closed || source.destroyed) {
-            throw new Error('the CSV body stopped before its end');
-          } else {
-            await new Promise<void>((resolve) => {
-              wake = resolve;
-            });
-            wake = undefined;
-            continue;
-          }
-        } catch (err) {
-          if (!(err instanceof CsvSyntaxError)) throw err;
-          syntaxError = err;
-        }
-        // A bad row ends the batch: the items before it are handed over first, so
-        // a consumer's own check of an earlier item (an href) still reports first.
+      // A bad row ends the batch: the items before it are handed over first, so
+      // a consumer's own check of an earlier item (an href) still reports first.
+      let rowError: unknown;
+      for (;;) {
         const batch: ParsedListItem[] = [];
-        let rowError: unknown;
+        let next: { record: string[]; raw: string } | null;
         try {
-          for (const fields of records) {
+          while ((next = parser.read() as { record: string[]; raw: string } | null) !== null) {
             row++;
             if (!header) {
-              header = fields.map((f) => (f === QUOTED_EMPTY ? '' : f));
+              header = next.record;
               columns = readHeader(header, limits);
               continue;
             }
+            const fields = markQuotedEmpties(next.record, next.raw);
             const item = readRow(fields, columns, header, row, list, limits);
             if (item.name !== undefined) {
               if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });
@@ -162,18 +173,32 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
         } catch (err) {
           rowError = err;
         }
-        if (batch.length > 0) yield batch;
+        if (batch.length > 0) {
+          yield batch;
+          if (rowError !== undefined) throw rowError;
+          // events may have fired while the consumer had the batch: read again before waiting
+          continue;
+        }
         if (rowError !== undefined) throw rowError;
-        if (syntaxError !== undefined) throw fromCsvError(syntaxError, header ?? [], limits);
+        if (failure !== undefined) throw failure instanceof CsvError ? fromCsvError(failure, header ?? [], limits) : failure;
+        if (parser.readableEnded) break;
+        if (parser.destroyed) throw new Error('the CSV parser stopped before the end of the input');
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
       }
       if (!header) throw invalidCsv('row 1: the body is empty; a header row with item.href is required', { row: 1, column: 'item.href' });
       listMeta = list;
       done = true;
     } finally {
-      source.off('readable', onReadable);
-      source.off('end', onEnd);
-      source.off('error', onError);
-      source.off('close', onClose);
+      source.off('error', onSourceError);
+      source.unpipe(parser);
+      parser.off('readable', onEvent);
+      parser.off('end', onEvent);
+      parser.off('error', onEvent);
+      parser.off('close', onEvent);
+      parser.destroy();
     }
   }
 

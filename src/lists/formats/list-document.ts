@@ -61,7 +61,7 @@ export interface ListLimits {
   maxItems: number;
   /** Leaf keys in one metadata object (the list's, or one item's). */
   maxKeys: number;
-  /** Size of one CSV record (bytes, counted as csv-parse did: `csv-reader.ts`) or one RList entry (characters; quoted values may span lines). */
+  /** Size of one CSV record (csv-parse counts bytes) or one RList entry (characters; quoted values may span lines). */
   maxRecordChars: number;
   /** Bytes of a JSON body, which is parsed whole. */
   maxJsonBytes: number;
