@@ -7,8 +7,9 @@ import type { CopyChunk, CopyTarget, ItemBatches, ListHeader, ListLimits, Parsed
 /**
  * The CSV import thread: ONE long-lived `worker_thread` per process, started
  * on the first import and shared by all (each import a session with its own
- * id), unref'd so it never keeps the process alive, started again on the next
- * import when it died (the imports in it then fail with a 500). It runs what
+ * id), unref'd while no import runs so it never keeps the process alive
+ * (ref'd while one does, as any pending I/O would be), started again on the
+ * next import when it died (the imports in it then fail with a 500). It runs what
  * costs CPU per row (csv-parse, the row reading of csv.ts, the href check,
  * the binary COPY encoding of copy-rows.ts); the main thread only moves
  * bytes: request chunks in, finished COPY payloads out, both transferred.
@@ -56,12 +57,14 @@ class CsvThread {
     const worker = this.start();
     const id = this.nextId++;
     this.sessions.set(id, listener);
+    // held while it has imports (a pending import keeps a script alive), unref'd when idle
+    if (this.sessions.size === 1) worker.ref();
     worker.postMessage({ t: 'open', id, ...target } satisfies OpenSession);
     return {
       id,
       post: (msg, transfer) => worker.postMessage(msg, transfer),
       close: () => {
-        if (!this.sessions.delete(id)) return;
+        if (!this.forget(id)) return;
         if (this.worker === worker) worker.postMessage({ t: 'close', id } satisfies ToThread);
       },
     };
@@ -77,14 +80,19 @@ class CsvThread {
     await this.worker?.terminate();
   }
 
+  private forget(id: number): boolean {
+    const had = this.sessions.delete(id);
+    if (this.sessions.size === 0) this.worker?.unref();
+    return had;
+  }
+
   private start(): Worker {
     if (this.worker) return this.worker;
     const entry = threadEntry(new URL('./csv-thread-entry.js', import.meta.url));
     const worker = new Worker(entry.script, { eval: entry.eval === true });
-    worker.unref();
     worker.on('message', (msg: FromThread) => {
       const listener = this.sessions.get(msg.id);
-      if (msg.t === 'done' || msg.t === 'fail') this.sessions.delete(msg.id);
+      if (msg.t === 'done' || msg.t === 'fail') this.forget(msg.id);
       listener?.(msg);
     });
     const died = (error: Error) => {
@@ -96,6 +104,8 @@ class CsvThread {
     };
     worker.on('error', (err) => died(new Error(`the CSV import thread failed: ${err.message}`, { cause: err })));
     worker.on('exit', (code) => died(new Error(`the CSV import thread stopped (exit code ${code})`)));
+    // after the listeners: adding a 'message' listener refs the thread again
+    worker.unref();
     this.worker = worker;
     return worker;
   }

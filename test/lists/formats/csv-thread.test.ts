@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors/app-error.js';
@@ -117,5 +121,28 @@ describe('the CSV import thread', () => {
     first.value!.done();
     expect((first.value as CopyChunk).rows + (await readAll(chunks))).toBe(rows);
     expect(pulled).toBeGreaterThan(8_000_000);
+  });
+
+  it('keeps a script alive while an import runs in it, and never after', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'csv-thread-'));
+    const script = path.join(dir, 'import.mts');
+    const formats = new URL('../../../src/lists/formats/index.ts', import.meta.url).href;
+    writeFileSync(script, `import { Readable } from 'node:stream';
+import { copyEncodable, importFormat, parseList } from ${JSON.stringify(formats)};
+const parsed = parseList(importFormat('text/csv'), Readable.from(['list.name,item.href\\nL,/a\\n,/b\\n']));
+let rows = 0;
+for await (const c of copyEncodable(parsed.items).copyChunks({ lid: '${randomUUID()}', base: 0, chunkRows: 10 })) { rows += c.rows; c.done(); }
+console.log(JSON.stringify({ rows, header: parsed.header() }));
+`);
+    try {
+      const started = Date.now();
+      const out = await new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, ['--import', 'tsx', script], { timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))));
+      expect(JSON.parse(out)).toEqual({ rows: 2, header: { name: 'L', metadata: {} } });
+      // it exits by itself once the import is done (the thread started for it is unref'd)
+      expect(Date.now() - started).toBeLessThan(30_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
