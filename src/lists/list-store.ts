@@ -358,7 +358,9 @@ export type StoreItem = ListItem & { doc?: DocRef | null };
  * transaction: chunks of `chunkRows` rows, each one binary `COPY … FROM
  * STDIN` where the driver has it (PostgreSQL, `COPY_CHUNK` rows by default)
  * or one multi-row INSERT (PGlite, `INSERT_CHUNK`), the next chunk being
- * gathered while the previous one is in flight. The list row
+ * gathered while the previous one is in flight. Items that come already
+ * encoded (`CopyEncodable`: a CSV body, encoded in the CSV import thread)
+ * are read as their payloads on PostgreSQL, one COPY each. The list row
  * stays locked until the transaction ends; its counter is set once at the
  * end. A failing iterator (a bad row) rejects, and the caller's rollback
  * removes everything. Returns the number inserted.
@@ -403,20 +405,22 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
         send(copy(COPY_ITEMS, payload.data).finally(payload.done));
         count += payload.rows;
       }
-    } else for await (const batch of batchesOf(items, chunk)) {
-      if (copy) {
-        for (let i = 0; i < batch.length; i++) {
-          const item = batch[i]!;
-          const ref = item.doc !== undefined ? item.doc : docRef(item.href);
-          copyRows.add(base + count, item.href, ref ?? null, JSON.stringify(item.metadata));
-          count++;
-          if (copyRows.rows >= chunk) await flush();
-        }
-      } else {
-        for (const item of batch) {
-          pending.push(item);
-          count++;
-          if (pending.length >= chunk) await flush();
+    } else {
+      for await (const batch of batchesOf(items, chunk)) {
+        if (copy) {
+          for (let i = 0; i < batch.length; i++) {
+            const item = batch[i]!;
+            const ref = item.doc !== undefined ? item.doc : docRef(item.href);
+            copyRows.add(base + count, item.href, ref ?? null, JSON.stringify(item.metadata));
+            count++;
+            if (copyRows.rows >= chunk) await flush();
+          }
+        } else {
+          for (const item of batch) {
+            pending.push(item);
+            count++;
+            if (pending.length >= chunk) await flush();
+          }
         }
       }
     }
