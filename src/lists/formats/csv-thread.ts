@@ -75,6 +75,11 @@ class CsvThread {
     return this.worker?.threadId;
   }
 
+  /** Imports running in the thread. */
+  get imports(): number {
+    return this.sessions.size;
+  }
+
   /** Stops the thread (shutdown; tests); its imports fail, the next one starts it again. */
   async terminate(): Promise<void> {
     await this.worker?.terminate();
