@@ -14,7 +14,8 @@
  *   the request streamed through the parser into the store in one
  *   transaction, committed. The server's RSS is sampled every 50 ms
  *   (VmRSS, /proc/<pid>/status) and VmHWM read at the end; the item count is
- *   checked in the database.
+ *   checked in the database, and the sizes of `list_items` and its indexes
+ *   printed (they do not swing with load).
  *
  * Prints a table, the ratio (target >= 0.5) and one JSON line with every figure.
  */
@@ -27,7 +28,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { parse } from 'csv-parse';
 import pg from 'pg';
-import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procCpuSeconds, procMemory, RssSampler, spawnServer } from './lib.js';
+import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procCpuSeconds, procMemory, RssSampler, spawnServer, threadCpuSeconds } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -154,18 +155,28 @@ async function service(file: string, compiledDir: string | undefined) {
     const sampler = new RssSampler(pid, 50).start();
     const backends = await new BackendCpu(db, schema).start();
     const node0 = procCpuSeconds(pid) ?? NaN;
+    const threads0 = threadCpuSeconds(pid);
     const cpu0 = machineCpu();
     const start = process.hrtime.bigint();
     const res = await postFile(target === 'tasks' ? `${url}/v1/services/demo/tasks` : `${url}/v1/lists`, token, file);
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
     const cpu1 = machineCpu();
     const nodeSeconds = (procCpuSeconds(pid) ?? NaN) - node0;
+    // per thread: the main thread (tid = pid) and the busiest other one (the CSV import thread when there is one)
+    const threadDeltas = [...threadCpuSeconds(pid)].map(([tid, s]) => [tid, s - (threads0.get(tid) ?? 0)] as const);
+    const mainThreadSeconds = threadDeltas.find(([tid]) => tid === pid)?.[1] ?? NaN;
+    const busiestOtherSeconds = Math.max(0, ...threadDeltas.filter(([tid]) => tid !== pid).map(([, s]) => s));
     const pgSeconds = await backends.stop();
     sampler.stop();
     const after = procMemory(pid)!;
     if (res.status !== 200) throw new Error(`POST answered ${res.status}: ${res.body.slice(0, 500)}`);
     const { rows: counted } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".list_items`);
     if (counted[0]!.n !== rows) throw new Error(`expected ${rows} items in the database, found ${counted[0]!.n}`);
+    // a diagnostic that does not swing with load: what the import left on disk, the table and each of its indexes
+    const { rows: sizes } = await db.query<{ name: string; bytes: number }>(
+      `SELECT c.relname AS name, pg_relation_size(c.oid)::float8 AS bytes FROM pg_class c
+       WHERE c.oid = $1::regclass OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = $1::regclass) ORDER BY c.oid`,
+      [`"${schema}".list_items`]);
     return {
       seconds, rowsPerSecond: rows / seconds, items: counted[0]!.n,
       rssBeforeMiB: before.rss / MiB, rssPeakMiB: Math.max(sampler.peak, after.rss) / MiB, rssAfterMiB: after.rss / MiB, hwmMiB: after.hwm / MiB,
@@ -173,6 +184,8 @@ async function service(file: string, compiledDir: string | undefined) {
       // CPU seconds over the run and per 1,000 rows: the server's node process and its PostgreSQL backends
       nodeCpuSeconds: nodeSeconds, pgCpuSeconds: pgSeconds,
       nodeCpuMsPer1kRows: (nodeSeconds * 1e6) / rows, pgCpuMsPer1kRows: (pgSeconds * 1e6) / rows,
+      mainThreadCpuMsPer1kRows: (mainThreadSeconds * 1e6) / rows, busiestOtherThreadCpuMsPer1kRows: (busiestOtherSeconds * 1e6) / rows,
+      relationMiB: Object.fromEntries(sizes.map((r) => [r.name, r.bytes / MiB])),
     };
   } finally {
     await db.end();
@@ -198,6 +211,8 @@ try {
   ]);
   console.log(`ratio service / csv-parse: ${fmt(ratio, 2)} (target >= 0.5); server peak RSS ${fmt(ours.rssPeakMiB, 0)} MiB (VmHWM ${fmt(ours.hwmMiB, 0)} MiB; target < 300)`);
   console.log(`CPU per 1,000 rows: server node ${fmt(ours.nodeCpuMsPer1kRows, 2)} ms, PostgreSQL backends ${fmt(ours.pgCpuMsPer1kRows, 2)} ms (${fmt(ours.nodeCpuSeconds, 2)} s / ${fmt(ours.pgCpuSeconds, 2)} s); machine busy ${fmt(ours.busyCores, 2)} cores; load average ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
+  console.log(`node threads per 1,000 rows: main ${fmt(ours.mainThreadCpuMsPer1kRows, 2)} ms, busiest other thread ${fmt(ours.busiestOtherThreadCpuMsPer1kRows, 2)} ms, the rest ${fmt(ours.nodeCpuMsPer1kRows - ours.mainThreadCpuMsPer1kRows - ours.busiestOtherThreadCpuMsPer1kRows, 2)} ms`);
+  console.log(`on disk after the import (MiB): ${Object.entries(ours.relationMiB).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}`);
   console.log(JSON.stringify({ bench: 'csv-import', rows, target, server: mode, sizeMiB, floor, service: ours, ratio, loadavgBefore: load0, loadavgAfter: os.loadavg() }));
 } finally {
   compiled?.cleanup();

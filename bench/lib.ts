@@ -1,6 +1,6 @@
 /** Shared helpers of the benchmarks: child servers, /proc sampling, small HTTP calls. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
@@ -140,6 +140,31 @@ export function procMemory(pid: number): { rss: number; hwm: number } | undefine
 export function procCpuSeconds(pid: number): number | undefined {
   const split = procCpuSplit(pid);
   return split && split.user + split.system;
+}
+
+/**
+ * CPU seconds (user + system) of each thread of a process, by thread id
+ * (/proc/<pid>/task/<tid>/stat). The main thread's id is the pid; node names
+ * all its threads "node", so a worker thread is told by its CPU alone.
+ */
+export function threadCpuSeconds(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), (Number(fields[11]) + Number(fields[12])) / 100); // USER_HZ is 100 on Linux
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
 }
 
 /** User and system CPU time of a process in seconds, apart (system: syscalls, including loopback socket delivery). */

@@ -1,3 +1,6 @@
+import { AppError } from '../errors/app-error.js';
+import type { ItemLocation } from './formats/list-document.js';
+
 /**
  * The repository document an item's href names, when it names one:
  * `/v1/services/<sid>/repo/<uuid>` or the same without `/v1` (or without the
@@ -56,4 +59,22 @@ export function docRef(href: string): DocRef | undefined {
     }
   }
   return { sid, uuid: href.slice(at, at + 36).toLowerCase() };
+}
+
+/**
+ * 400 unless `href` is a repository document path or an http(s) URL; `at`
+ * names where it came from. Returns the document it names (null for a URL).
+ */
+export function checkHref(href: string, at?: ItemLocation): DocRef | null {
+  const doc = docRef(href);
+  if (doc) return doc;
+  let url: URL | undefined;
+  try {
+    url = new URL(href);
+  } catch {
+    url = undefined;
+  }
+  if (url && (url.protocol === 'http:' || url.protocol === 'https:')) return null;
+  const where = at === undefined ? {} : 'row' in at ? { ...at, column: 'item.href' } : 'section' in at ? { ...at, key: 'HREF' } : { ...at, field: 'href' };
+  throw new AppError('INVALID_HREF', `"${href.slice(0, 200)}" is neither a repository document (/v1/services/<sid>/repo/<uuid>) nor an http(s) URL`, where);
 }

@@ -6,8 +6,9 @@ import type { ListQuery } from '../query/tree.js';
 import { toSql } from '../query/to-sql.js';
 import type { Sql, Tx } from '../storage/driver/database.js';
 import { docRef, type DocRef } from './doc-href.js';
-import { itemId, writeItemId } from './item-id.js';
-import { batchesOf, type ListItem, type Metadata } from './formats/index.js';
+import { itemId } from './item-id.js';
+import { CopyRows } from './copy-rows.js';
+import { batchesOf, copyEncodable, type ListItem, type Metadata } from './formats/index.js';
 import { mergeMetadata } from './merge-metadata.js';
 
 /**
@@ -348,122 +349,8 @@ export async function* exportItems(sql: Sql, lid: string, pageSize = 1000): Asyn
 
 // the binary format: no text to escape on our side, no uuid or integer text to parse on the server's
 const COPY_ITEMS = 'COPY list_items (id, lid, position, href, doc_sid, doc_uuid, metadata) FROM STDIN (FORMAT binary)';
-// signature, flags (no OIDs), header extension length
-const COPY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
-const COPY_FIELDS = 7;
-const JSONB_VERSION = 1;
-
-const HEX = new Int8Array(128).fill(-1);
-for (let i = 0; i < 16; i++) {
-  HEX['0123456789abcdef'.charCodeAt(i)] = i;
-  HEX['0123456789ABCDEF'.charCodeAt(i)] = i;
-}
-
-/** A uuid's text (8-4-4-4-12 hex digits, as `docRef` and PostgreSQL hand them over) as 16 bytes at `o`. */
-function writeUuid(uuid: string, b: Buffer, o: number): number {
-  if (uuid.length !== 36) throw new Error(`not a uuid: ${uuid}`);
-  let i = 0;
-  for (let k = 0; k < 16; k++) {
-    if (i === 8 || i === 13 || i === 18 || i === 23) i++;
-    const hi = HEX[uuid.charCodeAt(i)] ?? -1;
-    const lo = HEX[uuid.charCodeAt(i + 1)] ?? -1;
-    if (hi < 0 || lo < 0) throw new Error(`not a uuid: ${uuid}`);
-    b[o + k] = (hi << 4) | lo;
-    i += 2;
-  }
-  return o + 16;
-}
-
 /** An item on its way into the store; `doc` is the document its href names when the caller already parsed it (null: none). */
 export type StoreItem = ListItem & { doc?: DocRef | null };
-
-/**
- * One COPY's data in PostgreSQL's binary format, written straight into a
- * growing buffer a row at a time: the header, rows of seven fields (id as
- * a fresh UUIDv7, lid, position, href, doc_sid, doc_uuid, metadata as
- * jsonb version 1 and its JSON text), the trailer at `take()`.
- */
-class CopyRows {
-  private buf: Buffer = Buffer.allocUnsafe(64 * 1024);
-  private inFlight: Buffer | undefined;
-  private spare: Buffer | undefined;
-  private length = 0;
-  rows = 0;
-  private readonly lid = Buffer.alloc(16);
-
-  constructor(lid: string) {
-    writeUuid(lid, this.lid, 0);
-    this.start();
-  }
-
-  private start(): void {
-    this.length = COPY_HEADER.copy(this.buf, 0);
-    this.rows = 0;
-  }
-
-  private ensure(bytes: number): void {
-    if (this.length + bytes <= this.buf.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + bytes));
-    this.buf.copy(grown, 0, 0, this.length);
-    this.buf = grown;
-  }
-
-  /** A text field: its UTF-8 bytes after their length. */
-  private text(value: string, o: number): number {
-    const n = this.buf.write(value, o + 4);
-    this.buf.writeInt32BE(n, o);
-    return o + 4 + n;
-  }
-
-  add(position: number, href: string, doc: DocRef | null, metadataJson: string): void {
-    // at most 3 UTF-8 bytes per UTF-16 unit, so no write below is ever cut short
-    this.ensure(2 + 20 + 20 + 8 + 4 + href.length * 3 + 4 + (doc ? doc.sid.length * 3 : 0) + 20 + 5 + metadataJson.length * 3);
-    const b = this.buf;
-    let o = b.writeInt16BE(COPY_FIELDS, this.length);
-    o = b.writeInt32BE(16, o);
-    o = writeItemId(b, o);
-    o = b.writeInt32BE(16, o);
-    o += this.lid.copy(b, o);
-    o = b.writeInt32BE(4, o);
-    o = b.writeInt32BE(position, o);
-    o = this.text(href, o);
-    if (doc) {
-      o = this.text(doc.sid, o);
-      o = b.writeInt32BE(16, o);
-      o = writeUuid(doc.uuid, b, o);
-    } else {
-      o = b.writeInt32BE(-1, o);
-      o = b.writeInt32BE(-1, o);
-    }
-    const n = b.write(metadataJson, o + 5);
-    b.writeInt32BE(n + 1, o);
-    b[o + 4] = JSONB_VERSION;
-    this.length = o + 5 + n;
-    this.rows++;
-  }
-
-  /**
-   * The COPY data so far with its trailer; the next rows start a new one, in
-   * the buffer given back by `sent()` when there is one (two buffers in turn,
-   * not a new one per chunk).
-   */
-  take(): Buffer {
-    this.ensure(2);
-    this.length = this.buf.writeInt16BE(-1, this.length);
-    const out = this.buf.subarray(0, this.length);
-    this.inFlight = this.buf;
-    this.buf = this.spare ?? Buffer.allocUnsafe(this.buf.length);
-    this.spare = undefined;
-    this.start();
-    return out;
-  }
-
-  /** The COPY of the last `take()` has finished: its buffer may be written again. */
-  sent(): void {
-    this.spare = this.inFlight;
-    this.inFlight = undefined;
-  }
-}
 
 /**
  * Inserts items as they arrive from `items` (a parser's output, read in its
@@ -471,7 +358,9 @@ class CopyRows {
  * transaction: chunks of `chunkRows` rows, each one binary `COPY … FROM
  * STDIN` where the driver has it (PostgreSQL, `COPY_CHUNK` rows by default)
  * or one multi-row INSERT (PGlite, `INSERT_CHUNK`), the next chunk being
- * gathered while the previous one is in flight. The list row
+ * gathered while the previous one is in flight. Items that come already
+ * encoded (`CopyEncodable`: a CSV body, encoded in the CSV import thread)
+ * are read as their payloads on PostgreSQL, one COPY each. The list row
  * stays locked until the transaction ends; its counter is set once at the
  * end. A failing iterator (a bad row) rejects, and the caller's rollback
  * removes everything. Returns the number inserted.
@@ -507,21 +396,31 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
       pending = [];
     }
   };
+  const encodable = copy ? copyEncodable(items) : undefined;
   try {
-    for await (const batch of batchesOf(items, chunk)) {
-      if (copy) {
-        for (let i = 0; i < batch.length; i++) {
-          const item = batch[i]!;
-          const ref = item.doc !== undefined ? item.doc : docRef(item.href);
-          copyRows.add(base + count, item.href, ref ?? null, JSON.stringify(item.metadata));
-          count++;
-          if (copyRows.rows >= chunk) await flush();
-        }
-      } else {
-        for (const item of batch) {
-          pending.push(item);
-          count++;
-          if (pending.length >= chunk) await flush();
+    if (copy && encodable) {
+      // encoded elsewhere (the CSV import thread): only the payloads pass here, one COPY in flight while the next is encoded
+      for await (const payload of encodable.copyChunks({ lid: rows[0].lid, base, chunkRows: chunk })) {
+        if (inFlight) await inFlight;
+        send(copy(COPY_ITEMS, payload.data).finally(payload.done));
+        count += payload.rows;
+      }
+    } else {
+      for await (const batch of batchesOf(items, chunk)) {
+        if (copy) {
+          for (let i = 0; i < batch.length; i++) {
+            const item = batch[i]!;
+            const ref = item.doc !== undefined ? item.doc : docRef(item.href);
+            copyRows.add(base + count, item.href, ref ?? null, JSON.stringify(item.metadata));
+            count++;
+            if (copyRows.rows >= chunk) await flush();
+          }
+        } else {
+          for (const item of batch) {
+            pending.push(item);
+            count++;
+            if (pending.length >= chunk) await flush();
+          }
         }
       }
     }

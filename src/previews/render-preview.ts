@@ -5,10 +5,10 @@
  * images go through sharp, which streams from the file path on the libuv thread pool, so neither
  * path blocks the event loop.
  */
-import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import sharp from 'sharp';
+import { threadEntry, type ThreadEntry } from '../runtime/thread-entry.js';
 import type { PdfRenderRequest, PdfRenderResponse } from './pdf-render-thread.js';
 
 /** A rendered preview and thumbnail, both PNG. `width`/`height` are the preview's pixels. */
@@ -185,22 +185,9 @@ function runPdfThread(req: PdfRenderRequest, timeoutMs: number): Promise<PdfRend
   });
 }
 
-type ThreadEntry = { script: URL; eval?: false } | { script: string; eval: true };
 let cachedEntry: ThreadEntry | undefined;
 
-/**
- * Locates the thread script. Compiled output (`dist/`) has the sibling `.js`. When running from
- * sources (vitest, tsx) only the `.ts` exists: Node 20 cannot strip types, vitest's transform does
- * not reach worker threads, and on Node 20 even an inherited `--import tsx` does not apply to a
- * worker's entry module. A tiny eval bootstrap that loads the file through tsx's `tsImport` works
- * in all of those cases. tsx is a devDependency, which is fine: production always has the `.js`.
- */
+/** The PDF thread's script (see `threadEntry`). */
 function pdfThreadEntry(): ThreadEntry {
-  if (cachedEntry) return cachedEntry;
-  const js = new URL('./pdf-render-thread.js', import.meta.url);
-  if (existsSync(js)) return (cachedEntry = { script: js });
-  const ts = new URL('./pdf-render-thread.ts', import.meta.url).href;
-  const tsxApi = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => tsx.tsImport(${JSON.stringify(ts)}, ${JSON.stringify(import.meta.url)}));`;
-  return (cachedEntry = { script: bootstrap, eval: true });
+  return (cachedEntry ??= threadEntry(new URL('./pdf-render-thread.js', import.meta.url)));
 }

@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream';
 import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
-import { batchesOf, fromBatches, type ItemBatches, type ItemLocation, type ListItem, type ParsedListItem } from '../../lists/formats/index.js';
+import { batchesOf, copyEncodable, fromBatches, type CopyTarget, type ItemBatches, type ListItem, type ParsedListItem } from '../../lists/formats/index.js';
 import * as lists from '../../lists/list-store.js';
 import type { ItemRow, ListRow, Placement, StoreItem } from '../../lists/list-store.js';
-import { docRef, type DocRef } from '../../lists/doc-href.js';
+import { checkHref, docRef } from '../../lists/doc-href.js';
 import { mergeMetadata } from '../../lists/merge-metadata.js';
 import type { Logger } from '../../logging/logger.js';
 import { safeFetch } from '../../net/safe-fetch.js';
@@ -23,30 +23,15 @@ import type { TaskListKind } from './present.js';
  */
 
 /**
- * 400 unless `href` is a repository document path or an http(s) URL; `at`
- * names where it came from. Returns the document it names (null for a URL).
- */
-export function checkHref(href: string, at?: ItemLocation): DocRef | null {
-  const doc = docRef(href);
-  if (doc) return doc;
-  let url: URL | undefined;
-  try {
-    url = new URL(href);
-  } catch {
-    url = undefined;
-  }
-  if (url && (url.protocol === 'http:' || url.protocol === 'https:')) return null;
-  const where = at === undefined ? {} : 'row' in at ? { ...at, column: 'item.href' } : 'section' in at ? { ...at, key: 'HREF' } : { ...at, field: 'href' };
-  throw new AppError('INVALID_HREF', `"${href.slice(0, 200)}" is neither a repository document (/v1/services/<sid>/repo/<uuid>) nor an http(s) URL`, where);
-}
-
-/**
  * The parsed items with their hrefs checked as they stream by, in the
  * parser's batches, each carrying the document its href names (so the store
- * does not parse the href again).
+ * does not parse the href again). Items that can be read as COPY payloads
+ * (`CopyEncodable`, a CSV body) keep that, with the same check made where
+ * they are encoded.
  */
 export function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<StoreItem> {
-  return fromBatches((async function* () {
+  const encodable = copyEncodable(items);
+  const checked = fromBatches((async function* () {
     for await (const batch of batchesOf(items)) {
       const out = new Array<StoreItem>(batch.length);
       for (let i = 0; i < batch.length; i++) {
@@ -56,6 +41,7 @@ export function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<
       yield out;
     }
   })());
+  return encodable ? { ...checked, copyChunks: (target: CopyTarget) => encodable.copyChunks(target, { checkHrefs: true }) } as ItemBatches<StoreItem> : checked;
 }
 
 export const itemNotFound = (tid: string, kind: TaskListKind, id: string) =>

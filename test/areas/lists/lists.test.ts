@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { csvThread } from '../../../src/lists/formats/csv-thread.js';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
 import { serveFiles, type HttpSource } from '../../helpers/http-source.js';
@@ -164,6 +165,31 @@ describe('POST /lists', () => {
     expect((await post(alice, CSV, 'text/csv; charset=latin1')).status).toBe(415);
     expect((await post(alice, CSV, 'image/png')).status).toBe(415);
     expect(await count()).toEqual(before);
+  });
+
+  it('500 and nothing created when the CSV import thread dies mid-body; the next import starts it again', async () => {
+    const before = await count();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode('item.href\r\n/a\r\n/b\r\n'));
+        await gate;
+        controller.enqueue(new TextEncoder().encode('/c\r\n'));
+        controller.close();
+      },
+    });
+    const res = alice.request('POST', '/v1/lists', { body, headers: { 'content-type': 'text/csv' } });
+    for (let i = 0; csvThread.imports === 0; i++) {
+      expect(i).toBeLessThan(500);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await csvThread.terminate();
+    release();
+    expect((await res).status).toBe(500);
+    expect(await count()).toEqual(before);
+    const next = await post(alice, CSV, 'text/csv');
+    expect([next.status, next.body.count]).toEqual([200, 2]);
   });
 
   it('403 for a role that may only read', async () => {
