@@ -200,7 +200,7 @@ for (const [driver, open] of bothDrivers()) {
         `INSERT INTO list_items (id, lid, position, href) VALUES (gen_random_uuid(), $1, 9, '/doc'), (gen_random_uuid(), $2, 0, '/doc')`,
         [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
       expect(await store.countItems(db, list.lid)).toBe(3);
-      // ... the missing one first or not (migration 019 takes the first row's lid, then looks for others)
+      // ... the missing one first or not
       await expect(db.query(
         `INSERT INTO list_items (id, lid, position, href) VALUES (gen_random_uuid(), $2, 0, '/doc'), (gen_random_uuid(), $1, 9, '/doc'), (gen_random_uuid(), $1, 10, '/doc')`,
         [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503', constraint: 'list_items_lid_fkey' });
