@@ -411,7 +411,7 @@ export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<
           for (let i = 0; i < batch.length; i++) {
             const item = batch[i]!;
             const ref = item.doc !== undefined ? item.doc : docRef(item.href);
-            copyRows.add(base + count, item.href, ref ?? null, JSON.stringify(item.metadata));
+            copyRows.add(base + count, item.href, ref ?? null, item.metadata);
             count++;
             if (copyRows.rows >= chunk) await flush();
           }

@@ -200,6 +200,17 @@ for (const [driver, open] of bothDrivers()) {
         `INSERT INTO list_items (id, lid, position, href) VALUES (gen_random_uuid(), $1, 9, '/doc'), (gen_random_uuid(), $2, 0, '/doc')`,
         [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
       expect(await store.countItems(db, list.lid)).toBe(3);
+      // ... the missing one first or not
+      await expect(db.query(
+        `INSERT INTO list_items (id, lid, position, href) VALUES (gen_random_uuid(), $2, 0, '/doc'), (gen_random_uuid(), $1, 9, '/doc'), (gen_random_uuid(), $1, 10, '/doc')`,
+        [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503', constraint: 'list_items_lid_fkey' });
+      // two lists that exist in one statement are fine
+      await db.query(
+        `INSERT INTO list_items (id, lid, position, href) VALUES (gen_random_uuid(), $1, 3, '/doc'), (gen_random_uuid(), $2, 5, '/doc')`,
+        [list.lid, other.lid]);
+      await db.query('DELETE FROM list_items WHERE (lid = $1 AND position = 3) OR (lid = $2 AND position = 5)', [list.lid, other.lid]);
+      expect(await store.countItems(db, list.lid)).toBe(3);
+      expect(await store.countItems(db, other.lid)).toBe(0);
       await expect(db.query('UPDATE list_items SET lid = $2 WHERE lid = $1', [list.lid, randomUUID()])).rejects.toMatchObject({ code: '23503' });
       await db.query('UPDATE list_items SET lid = $2 WHERE lid = $1 AND position = 0', [list.lid, other.lid]);
       expect(await store.countItems(db, other.lid)).toBe(1);

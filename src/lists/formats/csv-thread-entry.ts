@@ -88,7 +88,7 @@ async function run(open: OpenSession): Promise<void> {
       for (let i = 0; i < batch.length; i++) {
         const item = batch[i]!;
         const doc = open.checkHrefs ? checkHref(item.href, item.at) : (docRef(item.href) ?? null);
-        rows.add(open.base + count, item.href, doc, JSON.stringify(item.metadata));
+        rows.add(open.base + count, item.href, doc, item.metadata);
         count++;
         if (rows.rows >= open.chunkRows) await ship();
       }
