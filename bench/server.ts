@@ -12,8 +12,9 @@
  *
  * Flags: --log-level <fatal|error|warn|info|debug|trace|silent> (default: the
  * configuration's, i.e. LOG_LEVEL or `info`), --keep (leave schema/keys/files),
- * --count-sql <file> (count the SQL statements sent, by text; on SIGUSR2 the
- * counts since the last SIGUSR2 are written to the file as JSON).
+ * --count-sql <file> (count the SQL statements sent, by text, with their summed
+ * round-trip milliseconds, and measure the event loop's utilization and delay; on
+ * SIGUSR2 the figures since the last SIGUSR2 are written to the file as JSON).
  *
  * Run: node --import tsx bench/server.ts [--log-level warn]
  */
@@ -22,6 +23,7 @@ import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -63,19 +65,46 @@ const config = loadConfig({
 const log = createLogger(config.logLevel);
 
 if (args['count-sql']) {
-  // every statement goes through pg.Client#query (pooled clients too); counted by its text
+  // every statement goes through pg.Client#query (pooled clients too); counted by its text, with the time from the
+  // call to its answer (the statement's round trip as the client sees it: PostgreSQL's work, its commit, and the
+  // wait for this event loop to read the answer; not the wait for a pooled connection)
   const file = args['count-sql'];
   const counts = new Map<string, number>();
+  const millis = new Map<string, number>();
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  let elu = performance.eventLoopUtilization();
   const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
   (pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown }).query = function (this: unknown, ...a: unknown[]) {
     const text = typeof a[0] === 'string' ? a[0] : (a[0] as { text?: string } | undefined)?.text;
     const key = String(text).replace(/\s+/g, ' ').trim().slice(0, 100);
     counts.set(key, (counts.get(key) ?? 0) + 1);
-    return query.apply(this, a);
+    const t0 = performance.now();
+    const took = () => millis.set(key, (millis.get(key) ?? 0) + performance.now() - t0);
+    const last = a.length - 1;
+    if (typeof a[last] === 'function') {
+      const cb = a[last] as (...r: unknown[]) => unknown;
+      a[last] = (...r: unknown[]) => {
+        took();
+        return cb(...r);
+      };
+      return query.apply(this, a);
+    }
+    const res = query.apply(this, a);
+    if (res && typeof (res as Promise<unknown>).then === 'function') (res as Promise<unknown>).then(took, took);
+    return res;
   };
   process.on('SIGUSR2', () => {
-    writeFileSync(file, JSON.stringify(Object.fromEntries([...counts].sort((x, y) => y[1] - x[1]))));
+    const now = performance.eventLoopUtilization(elu);
+    writeFileSync(file, JSON.stringify({
+      counts: Object.fromEntries([...counts].sort((x, y) => y[1] - x[1])),
+      millis: Object.fromEntries(millis),
+      eventLoop: { utilization: now.utilization, delayP50Ms: delay.percentile(50) / 1e6, delayP99Ms: delay.percentile(99) / 1e6, delayMaxMs: delay.max / 1e6 },
+    }));
     counts.clear();
+    millis.clear();
+    delay.reset();
+    elu = performance.eventLoopUtilization();
   });
 }
 

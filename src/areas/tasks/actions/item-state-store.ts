@@ -99,11 +99,13 @@ export function startRunStatement(requests: readonly StartRequest[], perJob: num
 
 const START_RUN_WITH = `r AS (SELECT * FROM jsonb_to_recordset($1::jsonb)
        AS r(n int, tid uuid, sid text, "from" text[], "to" text, owned text[], payload jsonb, prefix text)),
-     lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid IN (SELECT tid FROM r) ORDER BY tid FOR NO KEY UPDATE) x),
+     -- the tasks' rows by their ids (= ANY of an array: the planner expects a few rows and takes the primary
+     -- key; joined to r, whose row count it cannot know, it took a sequential scan of the table instead)
+     lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid = ANY(ARRAY(SELECT tid FROM r)) ORDER BY tid FOR NO KEY UPDATE) x),
      moved AS (
        UPDATE tasks k SET status = r."to", run = k.run + 1, modified = now()
        FROM r
-       WHERE (SELECT locked FROM lk) IS NOT NULL AND k.tid = r.tid AND k.sid = r.sid AND k.status = ANY(r."from")
+       WHERE (SELECT locked FROM lk) IS NOT NULL AND k.tid = ANY(ARRAY(SELECT tid FROM r)) AND k.tid = r.tid AND k.sid = r.sid AND k.status = ANY(r."from")
          AND (r.owned IS NULL OR k.creator = ANY(r.owned) OR k.owner = ANY(r.owned))
        RETURNING r.n, k.tid, k.run, k.creator, k.owner),
      input AS (
