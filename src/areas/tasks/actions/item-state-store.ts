@@ -177,7 +177,10 @@ export async function chunkItems(sql: Sql, chunks: readonly ChunkRef[]): Promise
        l.metadata AS list_metadata, e.metadata AS doc_metadata
      FROM unnest($1::uuid[], $2::int[], $3::int[]) WITH ORDINALITY AS c(tid, run, chunk, n)
      JOIN task_items t ON t.tid = c.tid AND t.run = c.run AND t.chunk = c.chunk
-     JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
+     -- the tasks by their ids (= ANY: the primary key), the status checked on the row (IS TRUE: not
+     -- a condition tasks_status can serve); left to the planner, it read every processing task through
+     -- tasks_status, dead entries of earlier updates and all
+     JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND (k.status = 'processing') IS TRUE AND k.tid = ANY($1::uuid[])
      JOIN list_items li ON li.id = t.item
      JOIN lists l ON l.lid = li.lid
      LEFT JOIN entries e ON e.uuid = li.doc_uuid AND e.sid = li.doc_sid
