@@ -14,7 +14,10 @@
  * configuration's, i.e. LOG_LEVEL or `info`), --keep (leave schema/keys/files),
  * --count-sql <file> (count the SQL statements sent, by text, with their summed
  * round-trip milliseconds, and measure the event loop's utilization and delay; on
- * SIGUSR2 the figures since the last SIGUSR2 are written to the file as JSON).
+ * SIGUSR2 the figures since the last SIGUSR2 are written to the file as JSON),
+ * --pg-options=<string> (libpq `options` for the server's PostgreSQL sessions, e.g.
+ * `-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0` to
+ * have every statement's plan written to the PostgreSQL server's log).
  *
  * Run: node --import tsx bench/server.ts [--log-level warn]
  */
@@ -41,6 +44,7 @@ const { values: args } = parseArgs({
     keep: { type: 'boolean', default: false },
     'no-listing-cache': { type: 'boolean', default: false },
     'count-sql': { type: 'string' },
+    'pg-options': { type: 'string' },
   },
   strict: true,
 });
@@ -59,7 +63,8 @@ const config = loadConfig({
     server: { port: 0, host: '127.0.0.1', ...(args['no-listing-cache'] ? { listingCacheBytes: 0 } : {}) },
     redis: { url: REDIS_URL, prefix },
     // application_name lets the benchmarks find this server's PostgreSQL backends (pg_stat_activity) and their CPU
-    database: { url: `${DATABASE_URL}?application_name=${schema}`, schema },
+    // --pg-options: libpq's `options` for every connection of the server (e.g. auto_explain, to read the plans)
+    database: { url: `${DATABASE_URL}?application_name=${schema}${args['pg-options'] ? `&options=${encodeURIComponent(args['pg-options'])}` : ''}`, schema },
   },
 });
 const log = createLogger(config.logLevel);

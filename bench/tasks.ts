@@ -5,7 +5,7 @@
  * one worker, in the same run.
  *
  *   npm run bench:tasks -- [--tasks 2000] [--connections 16] [--server compiled|tsx]
- *     [--items 1000] [--per-job 1,25,100] [--concurrency N] [--profile-dir DIR] [--count-sql]
+ *     [--items 1000] [--per-job 1,25,100] [--concurrency N] [--profile-dir DIR] [--count-sql] [--pg-options=OPTS]
  *
  * - **service**: a child server (bench/server.ts: API and workers in one
  *   process, the default configuration, PostgreSQL and the local Redis). The
@@ -59,6 +59,8 @@ const { values: args } = parseArgs({
     'node-args': { type: 'string' },
     /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
     'profile-dir': { type: 'string' },
+    /** libpq `options` for the service's server sessions (bench/server.ts --pg-options), e.g. to load auto_explain. */
+    'pg-options': { type: 'string' },
   },
   strict: true,
 });
@@ -165,7 +167,7 @@ async function service(compiledDir: string | undefined): Promise<{
   const sqlFile = args['count-sql'] ? path.join(os.tmpdir(), `wcr-bench-tasks-sql-${process.pid}.json`) : undefined;
   const nodeArgs = [...(args['node-args']?.split(' ').filter(Boolean) ?? []), ...(args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [])];
   const server = await startServer(compiledDir, undefined, nodeArgs,
-    sqlFile ? ['--count-sql', sqlFile] : []);
+    [...(sqlFile ? ['--count-sql', sqlFile] : []), ...(args['pg-options'] ? [`--pg-options=${args['pg-options']}`] : [])]);
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
   await db.connect();
