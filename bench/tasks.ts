@@ -297,7 +297,7 @@ if (ours.sql) {
   for (const [text, count] of Object.entries(counts)) {
     if (count / n >= 0.01) console.log(`  ${fmt(count / n, 2).padStart(6)}  ${fmt((millis[text] ?? 0) / count, 2).padStart(6)} ms  ${text}`);
   }
-  console.log(`server event loop over the timed part: ${fmt(eventLoop.utilization * 100, 0)} % busy, delay p50 ${fmt(eventLoop.delayP50Ms, 1)} ms, p99 ${fmt(eventLoop.delayP99Ms, 1)} ms, max ${fmt(eventLoop.delayMaxMs, 1)} ms`);
+  console.log(`server event loop over the timed part: ${fmt(eventLoop.utilization * 100, 0)} % busy, a 5 ms timer late by p50 ${fmt(eventLoop.delayP50Ms, 1)} ms, p99 ${fmt(eventLoop.delayP99Ms, 1)} ms, max ${fmt(eventLoop.delayMaxMs, 1)} ms`);
 }
 if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
