@@ -76,6 +76,11 @@ if (args['count-sql']) {
   const file = args['count-sql'];
   const counts = new Map<string, number>();
   const millis = new Map<string, number>();
+  // per text: statements in flight, when the last one answered, and the summed gaps between an answer and the
+  // next call while none was in flight (how long a kind of statement one at a time sat idle between two)
+  const open = new Map<string, number>();
+  const lastDone = new Map<string, number>();
+  const gaps = new Map<string, number>();
   const delay = monitorEventLoopDelay({ resolution: 5 });
   delay.enable();
   let elu = performance.eventLoopUtilization();
@@ -85,7 +90,14 @@ if (args['count-sql']) {
     const key = String(text).replace(/\s+/g, ' ').trim().slice(0, 100);
     counts.set(key, (counts.get(key) ?? 0) + 1);
     const t0 = performance.now();
-    const took = () => millis.set(key, (millis.get(key) ?? 0) + performance.now() - t0);
+    if (!open.get(key) && lastDone.has(key)) gaps.set(key, (gaps.get(key) ?? 0) + t0 - lastDone.get(key)!);
+    open.set(key, (open.get(key) ?? 0) + 1);
+    const took = () => {
+      const t1 = performance.now();
+      millis.set(key, (millis.get(key) ?? 0) + t1 - t0);
+      open.set(key, open.get(key)! - 1);
+      lastDone.set(key, t1);
+    };
     const last = a.length - 1;
     if (typeof a[last] === 'function') {
       const cb = a[last] as (...r: unknown[]) => unknown;
@@ -104,6 +116,7 @@ if (args['count-sql']) {
     writeFileSync(file, JSON.stringify({
       counts: Object.fromEntries([...counts].sort((x, y) => y[1] - x[1])),
       millis: Object.fromEntries(millis),
+      gaps: Object.fromEntries(gaps),
       // the histogram holds the intervals between the 5 ms timer's runs: minus 5 ms, how late it ran
       eventLoop: {
         utilization: now.utilization, delayP50Ms: delay.percentile(50) / 1e6 - 5, delayP99Ms: delay.percentile(99) / 1e6 - 5, delayMaxMs: delay.max / 1e6 - 5,
@@ -111,6 +124,8 @@ if (args['count-sql']) {
     }));
     counts.clear();
     millis.clear();
+    gaps.clear();
+    lastDone.clear();
     delay.reset();
     elu = performance.eventLoopUtilization();
   });

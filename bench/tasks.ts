@@ -140,6 +140,8 @@ async function bigTask(compiledDir: string | undefined, perJob: number): Promise
 interface SqlCounts {
   counts: Record<string, number>;
   millis: Record<string, number>;
+  /** Per text: summed idle time between an answer and the next call while none of that text was in flight. */
+  gaps: Record<string, number>;
   eventLoop: { utilization: number; delayP50Ms: number; delayP99Ms: number; delayMaxMs: number };
 }
 
@@ -292,10 +294,12 @@ printTable(['what', 'seconds', 'per second'], [
 console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
 console.log(`start requests as the clients saw them: mean ${fmt(ours.startMs.mean, 1)} ms, p50 ${fmt(ours.startMs.p50, 1)} ms, p99 ${fmt(ours.startMs.p99, 1)} ms`);
 if (ours.sql) {
-  const { counts, millis, eventLoop } = ours.sql;
-  console.log(`SQL statements sent per task: ${fmt(ours.sqlPerTask!, 2)} (per task, then the mean round trip from the call to the answer)`);
+  const { counts, millis, gaps, eventLoop } = ours.sql;
+  console.log(`SQL statements sent per task: ${fmt(ours.sqlPerTask!, 2)} (per task; the mean round trip from the call to the answer; the mean idle gap from an answer to the next call of the same text when none was in flight)`);
   for (const [text, count] of Object.entries(counts)) {
-    if (count / n >= 0.01) console.log(`  ${fmt(count / n, 2).padStart(6)}  ${fmt((millis[text] ?? 0) / count, 2).padStart(6)} ms  ${text}`);
+    if (count / n >= 0.01) {
+      console.log(`  ${fmt(count / n, 2).padStart(6)}  ${fmt((millis[text] ?? 0) / count, 2).padStart(6)} ms  ${fmt((gaps[text] ?? 0) / count, 2).padStart(6)} ms  ${text}`);
+    }
   }
   console.log(`server event loop over the timed part: ${fmt(eventLoop.utilization * 100, 0)} % busy, a 5 ms timer late by p50 ${fmt(eventLoop.delayP50Ms, 1)} ms, p99 ${fmt(eventLoop.delayP99Ms, 1)} ms, max ${fmt(eventLoop.delayMaxMs, 1)} ms`);
 }
