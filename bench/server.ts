@@ -23,6 +23,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -111,12 +112,26 @@ if (args['count-sql']) {
     if (res && typeof (res as Promise<unknown>).then === 'function') (res as Promise<unknown>).then(took, took);
     return res;
   };
+  // HTTP requests: from the server's 'request' event (headers parsed) to the response's 'finish' (written)
+  const requests = { n: 0, ms: 0 };
+  const emit = http.Server.prototype.emit as (this: http.Server, event: string, ...a: unknown[]) => boolean;
+  http.Server.prototype.emit = function (this: http.Server, event: string, ...a: unknown[]) {
+    if (event === 'request') {
+      const t0 = performance.now();
+      (a[1] as http.ServerResponse).once('finish', () => {
+        requests.n++;
+        requests.ms += performance.now() - t0;
+      });
+    }
+    return emit.call(this, event, ...a);
+  } as typeof http.Server.prototype.emit;
   process.on('SIGUSR2', () => {
     const now = performance.eventLoopUtilization(elu);
     writeFileSync(file, JSON.stringify({
       counts: Object.fromEntries([...counts].sort((x, y) => y[1] - x[1])),
       millis: Object.fromEntries(millis),
       gaps: Object.fromEntries(gaps),
+      requests: { ...requests },
       // the histogram holds the intervals between the 5 ms timer's runs: minus 5 ms, how late it ran
       eventLoop: {
         utilization: now.utilization, delayP50Ms: delay.percentile(50) / 1e6 - 5, delayP99Ms: delay.percentile(99) / 1e6 - 5, delayMaxMs: delay.max / 1e6 - 5,
@@ -125,6 +140,8 @@ if (args['count-sql']) {
     counts.clear();
     millis.clear();
     gaps.clear();
+    requests.n = 0;
+    requests.ms = 0;
     lastDone.clear();
     delay.reset();
     elu = performance.eventLoopUtilization();

@@ -142,6 +142,8 @@ interface SqlCounts {
   millis: Record<string, number>;
   /** Per text: summed idle time between an answer and the next call while none of that text was in flight. */
   gaps: Record<string, number>;
+  /** HTTP requests the server answered, and their summed time from its 'request' event to the response's 'finish'. */
+  requests: { n: number; ms: number };
   eventLoop: { utilization: number; delayP50Ms: number; delayP99Ms: number; delayMaxMs: number };
 }
 
@@ -294,7 +296,8 @@ printTable(['what', 'seconds', 'per second'], [
 console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
 console.log(`start requests as the clients saw them: mean ${fmt(ours.startMs.mean, 1)} ms, p50 ${fmt(ours.startMs.p50, 1)} ms, p99 ${fmt(ours.startMs.p99, 1)} ms`);
 if (ours.sql) {
-  const { counts, millis, gaps, eventLoop } = ours.sql;
+  const { counts, millis, gaps, requests, eventLoop } = ours.sql;
+  console.log(`requests as the server saw them (headers parsed to response written): ${requests.n}, mean ${fmt(requests.ms / Math.max(1, requests.n), 1)} ms`);
   console.log(`SQL statements sent per task: ${fmt(ours.sqlPerTask!, 2)} (per task; the mean round trip from the call to the answer; the mean idle gap from an answer to the next call of the same text when none was in flight)`);
   for (const [text, count] of Object.entries(counts)) {
     if (count / n >= 0.01) {
