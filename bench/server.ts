@@ -12,16 +12,22 @@
  *
  * Flags: --log-level <fatal|error|warn|info|debug|trace|silent> (default: the
  * configuration's, i.e. LOG_LEVEL or `info`), --keep (leave schema/keys/files),
- * --count-sql <file> (count the SQL statements sent, by text; on SIGUSR2 the
- * counts since the last SIGUSR2 are written to the file as JSON).
+ * --count-sql <file> (count the SQL statements sent, by text, with their summed
+ * round-trip milliseconds, and measure the event loop's utilization and delay; on
+ * SIGUSR2 the figures since the last SIGUSR2 are written to the file as JSON),
+ * --pg-options=<string> (libpq `options` for the server's PostgreSQL sessions, e.g.
+ * `-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0` to
+ * have every statement's plan written to the PostgreSQL server's log).
  *
  * Run: node --import tsx bench/server.ts [--log-level warn]
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -39,6 +45,7 @@ const { values: args } = parseArgs({
     keep: { type: 'boolean', default: false },
     'no-listing-cache': { type: 'boolean', default: false },
     'count-sql': { type: 'string' },
+    'pg-options': { type: 'string' },
   },
   strict: true,
 });
@@ -57,25 +64,87 @@ const config = loadConfig({
     server: { port: 0, host: '127.0.0.1', ...(args['no-listing-cache'] ? { listingCacheBytes: 0 } : {}) },
     redis: { url: REDIS_URL, prefix },
     // application_name lets the benchmarks find this server's PostgreSQL backends (pg_stat_activity) and their CPU
-    database: { url: `${DATABASE_URL}?application_name=${schema}`, schema },
+    // --pg-options: libpq's `options` for every connection of the server (e.g. auto_explain, to read the plans)
+    database: { url: `${DATABASE_URL}?application_name=${schema}${args['pg-options'] ? `&options=${encodeURIComponent(args['pg-options'])}` : ''}`, schema },
   },
 });
 const log = createLogger(config.logLevel);
 
 if (args['count-sql']) {
-  // every statement goes through pg.Client#query (pooled clients too); counted by its text
+  // every statement goes through pg.Client#query (pooled clients too); counted by its text, with the time from the
+  // call to its answer (the statement's round trip as the client sees it: PostgreSQL's work, its commit, and the
+  // wait for this event loop to read the answer; not the wait for a pooled connection)
   const file = args['count-sql'];
   const counts = new Map<string, number>();
+  const millis = new Map<string, number>();
+  // per text: statements in flight, when the last one answered, and the summed gaps between an answer and the
+  // next call while none was in flight (how long a kind of statement one at a time sat idle between two)
+  const open = new Map<string, number>();
+  const lastDone = new Map<string, number>();
+  const gaps = new Map<string, number>();
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  let elu = performance.eventLoopUtilization();
   const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
   (pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown }).query = function (this: unknown, ...a: unknown[]) {
     const text = typeof a[0] === 'string' ? a[0] : (a[0] as { text?: string } | undefined)?.text;
     const key = String(text).replace(/\s+/g, ' ').trim().slice(0, 100);
     counts.set(key, (counts.get(key) ?? 0) + 1);
-    return query.apply(this, a);
+    const t0 = performance.now();
+    if (!open.get(key) && lastDone.has(key)) gaps.set(key, (gaps.get(key) ?? 0) + t0 - lastDone.get(key)!);
+    open.set(key, (open.get(key) ?? 0) + 1);
+    const took = () => {
+      const t1 = performance.now();
+      millis.set(key, (millis.get(key) ?? 0) + t1 - t0);
+      open.set(key, open.get(key)! - 1);
+      lastDone.set(key, t1);
+    };
+    const last = a.length - 1;
+    if (typeof a[last] === 'function') {
+      const cb = a[last] as (...r: unknown[]) => unknown;
+      a[last] = (...r: unknown[]) => {
+        took();
+        return cb(...r);
+      };
+      return query.apply(this, a);
+    }
+    const res = query.apply(this, a);
+    if (res && typeof (res as Promise<unknown>).then === 'function') (res as Promise<unknown>).then(took, took);
+    return res;
   };
+  // HTTP requests: from the server's 'request' event (headers parsed) to the response's 'finish' (written)
+  const requests = { n: 0, ms: 0 };
+  const emit = http.Server.prototype.emit as (this: http.Server, event: string, ...a: unknown[]) => boolean;
+  http.Server.prototype.emit = function (this: http.Server, event: string, ...a: unknown[]) {
+    if (event === 'request') {
+      const t0 = performance.now();
+      (a[1] as http.ServerResponse).once('finish', () => {
+        requests.n++;
+        requests.ms += performance.now() - t0;
+      });
+    }
+    return emit.call(this, event, ...a);
+  } as typeof http.Server.prototype.emit;
   process.on('SIGUSR2', () => {
-    writeFileSync(file, JSON.stringify(Object.fromEntries([...counts].sort((x, y) => y[1] - x[1]))));
+    const now = performance.eventLoopUtilization(elu);
+    writeFileSync(file, JSON.stringify({
+      counts: Object.fromEntries([...counts].sort((x, y) => y[1] - x[1])),
+      millis: Object.fromEntries(millis),
+      gaps: Object.fromEntries(gaps),
+      requests: { ...requests },
+      // the histogram holds the intervals between the 5 ms timer's runs: minus 5 ms, how late it ran
+      eventLoop: {
+        utilization: now.utilization, delayP50Ms: delay.percentile(50) / 1e6 - 5, delayP99Ms: delay.percentile(99) / 1e6 - 5, delayMaxMs: delay.max / 1e6 - 5,
+      },
+    }));
     counts.clear();
+    millis.clear();
+    gaps.clear();
+    requests.n = 0;
+    requests.ms = 0;
+    lastDone.clear();
+    delay.reset();
+    elu = performance.eventLoopUtilization();
   });
 }
 

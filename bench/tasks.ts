@@ -5,7 +5,7 @@
  * one worker, in the same run.
  *
  *   npm run bench:tasks -- [--tasks 2000] [--connections 16] [--server compiled|tsx]
- *     [--items 1000] [--per-job 1,25,100] [--concurrency N] [--profile-dir DIR] [--count-sql]
+ *     [--items 1000] [--per-job 1,25,100] [--concurrency N] [--profile-dir DIR] [--count-sql] [--pg-options=OPTS]
  *
  * - **service**: a child server (bench/server.ts: API and workers in one
  *   process, the default configuration, PostgreSQL and the local Redis). The
@@ -59,6 +59,8 @@ const { values: args } = parseArgs({
     'node-args': { type: 'string' },
     /** Write a V8 CPU profile of the service phase's server into this directory (summarise with bench:profile). */
     'profile-dir': { type: 'string' },
+    /** libpq `options` for the service's server sessions (bench/server.ts --pg-options), e.g. to load auto_explain. */
+    'pg-options': { type: 'string' },
   },
   strict: true,
 });
@@ -134,14 +136,25 @@ async function bigTask(compiledDir: string | undefined, perJob: number): Promise
   }
 }
 
+/** What bench/server.ts --count-sql writes on SIGUSR2: statements by text, their summed round trips, the event loop. */
+interface SqlCounts {
+  counts: Record<string, number>;
+  millis: Record<string, number>;
+  /** Per text: summed idle time between an answer and the next call while none of that text was in flight. */
+  gaps: Record<string, number>;
+  /** HTTP requests the server answered, and their summed time from its 'request' event to the response's 'finish'. */
+  requests: { n: number; ms: number };
+  eventLoop: { utilization: number; delayP50Ms: number; delayP99Ms: number; delayMaxMs: number };
+}
+
 /** The server's statement counts by text since the last call (bench/server.ts --count-sql), read after a SIGUSR2. */
-async function sqlCounts(pid: number, file: string): Promise<Record<string, number>> {
+async function sqlCounts(pid: number, file: string): Promise<SqlCounts> {
   rmSync(file, { force: true });
   process.kill(pid, 'SIGUSR2');
   for (let i = 0; i < 100; i++) {
     await new Promise((r) => setTimeout(r, 20));
     try {
-      const counts = JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;
+      const counts = JSON.parse(readFileSync(file, 'utf8')) as SqlCounts;
       rmSync(file, { force: true });
       return counts;
     } catch {
@@ -153,12 +166,12 @@ async function sqlCounts(pid: number, file: string): Promise<Record<string, numb
 
 async function service(compiledDir: string | undefined): Promise<{
   seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number; serverSysMsPerTask?: number; pgCpuMsPerTask: number; pgBackends: number;
-  sqlPerTask?: number; sql?: Record<string, number>;
+  sqlPerTask?: number; sql?: SqlCounts; startMs: { mean: number; p50: number; p99: number };
 }> {
   const sqlFile = args['count-sql'] ? path.join(os.tmpdir(), `wcr-bench-tasks-sql-${process.pid}.json`) : undefined;
   const nodeArgs = [...(args['node-args']?.split(' ').filter(Boolean) ?? []), ...(args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [])];
   const server = await startServer(compiledDir, undefined, nodeArgs,
-    sqlFile ? ['--count-sql', sqlFile] : []);
+    [...(sqlFile ? ['--count-sql', sqlFile] : []), ...(args['pg-options'] ? [`--pg-options=${args['pg-options']}`] : [])]);
   const { url, token, schema } = server.info as { url: string; token: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
   await db.connect();
@@ -184,10 +197,17 @@ async function service(compiledDir: string | undefined): Promise<{
     const split0 = procCpuSplit(server.info.pid);
     window.fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
+    const latencies: number[] = [];
     await lanes(n, connections, async (i) => {
+      const s0 = performance.now();
       const res = await call('POST', `${url}/v1/services/demo/tasks/${tids[i]}/action`, token, { action: 'start' });
+      latencies.push(performance.now() - s0);
       if (res.status !== 204) throw new Error(`start: ${res.status} ${JSON.stringify(res.json)}`);
     });
+    latencies.sort((a, b) => a - b);
+    const startMs = {
+      mean: latencies.reduce((a, b) => a + b, 0) / n, p50: latencies[Math.floor(n / 2)]!, p99: latencies[Math.floor(n * 0.99)]!,
+    };
     const startsSeconds = (performance.now() - t0) / 1000;
     await waitCompleted(db, schema, n);
     const seconds = (performance.now() - t0) / 1000;
@@ -200,8 +220,8 @@ async function service(compiledDir: string | undefined): Promise<{
     const pids1 = [...new Set([...pids0, ...(await backendPids(DATABASE_URL, schema))])];
     if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
     return {
-      seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, serverSysMsPerTask, pgCpuMsPerTask, pgBackends: pids1.length,
-      ...(sql ? { sqlPerTask: Object.values(sql).reduce((a, b) => a + b, 0) / n, sql } : {}),
+      seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, serverSysMsPerTask, pgCpuMsPerTask, pgBackends: pids1.length, startMs,
+      ...(sql ? { sqlPerTask: Object.values(sql.counts).reduce((a, b) => a + b, 0) / n, sql } : {}),
     };
   } finally {
     await db.end();
@@ -274,9 +294,17 @@ printTable(['what', 'seconds', 'per second'], [
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
 ]);
 console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
+console.log(`start requests as the clients saw them: mean ${fmt(ours.startMs.mean, 1)} ms, p50 ${fmt(ours.startMs.p50, 1)} ms, p99 ${fmt(ours.startMs.p99, 1)} ms`);
 if (ours.sql) {
-  console.log(`SQL statements sent per task: ${fmt(ours.sqlPerTask!, 2)}`);
-  for (const [text, count] of Object.entries(ours.sql)) if (count / n >= 0.01) console.log(`  ${fmt(count / n, 2).padStart(6)}  ${text}`);
+  const { counts, millis, gaps, requests, eventLoop } = ours.sql;
+  console.log(`requests as the server saw them (headers parsed to response written): ${requests.n}, mean ${fmt(requests.ms / Math.max(1, requests.n), 1)} ms`);
+  console.log(`SQL statements sent per task: ${fmt(ours.sqlPerTask!, 2)} (per task; the mean round trip from the call to the answer; the mean idle gap from an answer to the next call of the same text when none was in flight)`);
+  for (const [text, count] of Object.entries(counts)) {
+    if (count / n >= 0.01) {
+      console.log(`  ${fmt(count / n, 2).padStart(6)}  ${fmt((millis[text] ?? 0) / count, 2).padStart(6)} ms  ${fmt((gaps[text] ?? 0) / count, 2).padStart(6)} ms  ${text}`);
+    }
+  }
+  console.log(`server event loop over the timed part: ${fmt(eventLoop.utilization * 100, 0)} % busy, a 5 ms timer late by p50 ${fmt(eventLoop.delayP50Ms, 1)} ms, p99 ${fmt(eventLoop.delayP99Ms, 1)} ms, max ${fmt(eventLoop.delayMaxMs, 1)} ms`);
 }
 if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
@@ -284,5 +312,6 @@ if (big.length > 0) {
 console.log(JSON.stringify({
   bench: 'tasks', tasks: n, connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, bigTask: big,
   loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
+  ...(args['profile-dir'] ? { profileWindowUs: window } : {}),
 }));
 agent.destroy();

@@ -99,11 +99,13 @@ export function startRunStatement(requests: readonly StartRequest[], perJob: num
 
 const START_RUN_WITH = `r AS (SELECT * FROM jsonb_to_recordset($1::jsonb)
        AS r(n int, tid uuid, sid text, "from" text[], "to" text, owned text[], payload jsonb, prefix text)),
-     lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid IN (SELECT tid FROM r) ORDER BY tid FOR NO KEY UPDATE) x),
+     -- the tasks' rows by their ids (= ANY of an array: the planner expects a few rows and takes the primary
+     -- key; joined to r, whose row count it cannot know, it took a sequential scan of the table instead)
+     lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid = ANY(ARRAY(SELECT tid FROM r)) ORDER BY tid FOR NO KEY UPDATE) x),
      moved AS (
        UPDATE tasks k SET status = r."to", run = k.run + 1, modified = now()
        FROM r
-       WHERE (SELECT locked FROM lk) IS NOT NULL AND k.tid = r.tid AND k.sid = r.sid AND k.status = ANY(r."from")
+       WHERE (SELECT locked FROM lk) IS NOT NULL AND k.tid = ANY(ARRAY(SELECT tid FROM r)) AND k.tid = r.tid AND k.sid = r.sid AND k.status = ANY(r."from")
          AND (r.owned IS NULL OR k.creator = ANY(r.owned) OR k.owner = ANY(r.owned))
        RETURNING r.n, k.tid, k.run, k.creator, k.owner),
      input AS (
@@ -175,7 +177,10 @@ export async function chunkItems(sql: Sql, chunks: readonly ChunkRef[]): Promise
        l.metadata AS list_metadata, e.metadata AS doc_metadata
      FROM unnest($1::uuid[], $2::int[], $3::int[]) WITH ORDINALITY AS c(tid, run, chunk, n)
      JOIN task_items t ON t.tid = c.tid AND t.run = c.run AND t.chunk = c.chunk
-     JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status = 'processing'
+     -- the tasks by their ids (= ANY: the primary key), the status checked on the row (IS TRUE: not
+     -- a condition tasks_status can serve); left to the planner, it read every processing task through
+     -- tasks_status, dead entries of earlier updates and all
+     JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND (k.status = 'processing') IS TRUE AND k.tid = ANY($1::uuid[])
      JOIN list_items li ON li.id = t.item
      JOIN lists l ON l.lid = li.lid
      LEFT JOIN entries e ON e.uuid = li.doc_uuid AND e.sid = li.doc_sid
