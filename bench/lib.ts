@@ -137,6 +137,22 @@ export function procMemory(pid: number): { rss: number; hwm: number } | undefine
 }
 
 /** User+system CPU time of a process in seconds (from /proc/<pid>/stat). */
+/** A bench/server.ts child's processes: the API (or the whole runtime) and, with --workers, its worker processes. */
+export const serverPids = (info: ServerInfo): number[] => [info.pid, ...((info.workerPids as number[] | undefined) ?? [])];
+
+/** User + system CPU seconds summed over processes (bench/server.ts --workers: the API and its workers). */
+export function procCpuSplitOf(pids: readonly number[]): { user: number; system: number } | undefined {
+  let user = 0;
+  let system = 0;
+  for (const pid of pids) {
+    const s = procCpuSplit(pid);
+    if (!s) return undefined;
+    user += s.user;
+    system += s.system;
+  }
+  return { user, system };
+}
+
 export function procCpuSeconds(pid: number): number | undefined {
   const split = procCpuSplit(pid);
   return split && split.user + split.system;

@@ -17,10 +17,16 @@
  * SIGUSR2 the figures since the last SIGUSR2 are written to the file as JSON),
  * --pg-options=<string> (libpq `options` for the server's PostgreSQL sessions, e.g.
  * `-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0` to
- * have every statement's plan written to the PostgreSQL server's log).
+ * have every statement's plan written to the PostgreSQL server's log),
+ * --workers <n> (default 0: API and workers in this one process, role `all`; n > 0:
+ * the topology of docker-compose.yml, this process the API alone (role `api`) and n
+ * worker processes (role `worker`) started by it on the same schema, prefix and
+ * DATA_DIR; their pids are the ready line's `workerPids`, and they stop before the
+ * storage is dropped).
  *
  * Run: node --import tsx bench/server.ts [--log-level warn]
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -46,20 +52,27 @@ const { values: args } = parseArgs({
     'no-listing-cache': { type: 'boolean', default: false },
     'count-sql': { type: 'string' },
     'pg-options': { type: 'string' },
+    workers: { type: 'string', default: '0' },
+    // internal: a worker process of a --workers API, on its schema, prefix and DATA_DIR (JSON)
+    attach: { type: 'string' },
   },
   strict: true,
 });
 
+const attached = args.attach ? JSON.parse(args.attach) as { schema: string; prefix: string; dataDir: string } : undefined;
+const workerCount = Number(args.workers);
+if (!Number.isInteger(workerCount) || workerCount < 0 || workerCount > 8) throw new Error(`bench/server: --workers ${args.workers} is not 0..8`);
+const role: 'all' | 'api' | 'worker' = attached ? 'worker' : workerCount > 0 ? 'api' : 'all';
 const suffix = `${Date.now().toString(36)}${randomBytes(4).toString('hex')}`;
-const schema = `bench_${suffix}`;
-const prefix = `bench-${suffix}`;
-const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-bench-server-'));
+const schema = attached?.schema ?? `bench_${suffix}`;
+const prefix = attached?.prefix ?? `bench-${suffix}`;
+const dataDir = attached?.dataDir ?? await mkdtemp(path.join(os.tmpdir(), 'wcr-bench-server-'));
 
 const config = loadConfig({
   env: readEnv(),
   overrides: {
     dataDir,
-    role: 'all',
+    role,
     ...(args['log-level'] ? { logLevel: args['log-level'] } : {}),
     server: { port: 0, host: '127.0.0.1', ...(args['no-listing-cache'] ? { listingCacheBytes: 0 } : {}) },
     redis: { url: REDIS_URL, prefix },
@@ -183,14 +196,64 @@ process.on('SIGINT', early('SIGINT'));
 
 let runtime: Awaited<ReturnType<typeof startRuntime>>;
 try {
-  runtime = await startRuntime(config, { api: true, workers: true }, log);
+  runtime = await startRuntime(config, { api: role !== 'worker', workers: role !== 'api' }, log);
 } catch (err) {
   process.stderr.write(`bench/server: cannot start the runtime: ${(err as Error).stack ?? String(err)}\n`);
-  if (!args.keep) await dropStorage().catch(() => {});
+  if (!args.keep && !attached) await dropStorage().catch(() => {});
   process.exit(1);
 }
-if (!runtime.services.devIssuer) throw new Error('bench/server: no development issuer (is OIDC_ISSUER set?)');
-const token = await runtime.services.devIssuer.mint({ user: 'bench', roles: ['admin'], expiresIn: 6 * 3600 });
+
+/** The worker processes of a --workers API: this script again with --attach, the same node options; ready when they say so. */
+const workers: ChildProcess[] = [];
+async function startWorkers(): Promise<number[]> {
+  // the API's own options but these two (the statement counts are the API's)
+  const own = (a: string | undefined) => a === '--workers' || a === '--count-sql';
+  const forwarded = process.argv.slice(2).filter((a, i, all) => !own(a) && !own(all[i - 1]) && !a.startsWith('--workers=') && !a.startsWith('--count-sql='));
+  return Promise.all(Array.from({ length: workerCount }, () => new Promise<number>((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...forwarded, '--attach', JSON.stringify({ schema, prefix, dataDir })], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    workers.push(child);
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line.startsWith('{"bench":"worker"')) continue;
+        child.stdout!.off('data', onData);
+        child.stdout!.resume(); // its logs from now on are not read
+        resolve(child.pid!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`bench/server: a worker process exited (${code}) before it was ready`)));
+  })));
+}
+async function stopWorkers(): Promise<void> {
+  await Promise.all(workers.map((w) => new Promise<void>((resolve) => {
+    if (w.exitCode !== null || w.signalCode !== null) return resolve();
+    w.once('exit', () => resolve());
+    w.kill('SIGTERM');
+  })));
+}
+let workerPids: number[] = [];
+if (workerCount > 0) {
+  try {
+    workerPids = await startWorkers();
+  } catch (err) {
+    process.stderr.write(`bench/server: ${(err as Error).message}\n`);
+    await stopWorkers();
+    await runtime.stop().catch(() => {});
+    if (!args.keep) await dropStorage().catch(() => {});
+    process.exit(1);
+  }
+}
+let token: string | undefined;
+if (!attached) {
+  if (!runtime.services.devIssuer) throw new Error('bench/server: no development issuer (is OIDC_ISSUER set?)');
+  token = await runtime.services.devIssuer.mint({ user: 'bench', roles: ['admin'], expiresIn: 6 * 3600 });
+}
 
 let stopping = false;
 async function shutdown(reason: string): Promise<void> {
@@ -203,6 +266,9 @@ async function shutdown(reason: string): Promise<void> {
   force.unref();
   try {
     await runtime.stop();
+    // a worker process stops before its API drops what they share
+    await stopWorkers();
+    if (attached) process.exit(0);
     // services.db is closed by stop(); the schema is dropped over a fresh connection
     if (!args.keep) await dropStorage();
     process.stderr.write(`bench/server: stopped (${reason})${args.keep ? '' : `; dropped schema ${schema}, prefix ${prefix}, ${dataDir}`}\n`);
@@ -222,6 +288,6 @@ process.stdin.on('end', () => void shutdown('stdin closed'));
 process.stdin.on('error', () => void shutdown('stdin error'));
 process.stdin.resume();
 
-process.stdout.write(`${JSON.stringify({
-  bench: 'server', url: runtime.url, token, pid: process.pid, schema, prefix, dataDir, logLevel: config.logLevel,
+process.stdout.write(`${JSON.stringify(attached ? { bench: 'worker', pid: process.pid } : {
+  bench: 'server', url: runtime.url, token, pid: process.pid, schema, prefix, dataDir, logLevel: config.logLevel, workerPids,
 })}\n`);

@@ -38,7 +38,7 @@ import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { backendPids, compileServers, fmt, jsonCall, machineCpu, busyCores, parseModes, pgCpuMeter, printTable, procCpuSeconds, procCpuSplit, spawnServer } from './lib.js';
+import { backendPids, compileServers, fmt, jsonCall, machineCpu, busyCores, parseModes, pgCpuMeter, printTable, procCpuSplitOf, serverPids, spawnServer } from './lib.js';
 import { printSummary, summarizeProfile } from './profile.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
@@ -61,6 +61,11 @@ const { values: args } = parseArgs({
     'profile-dir': { type: 'string' },
     /** libpq `options` for the service's server sessions (bench/server.ts --pg-options), e.g. to load auto_explain. */
     'pg-options': { type: 'string' },
+    /**
+     * Worker processes beside the service's API (bench/server.ts --workers): 0 runs API and workers in one process
+     * (role all), n the topology of docker-compose.yml (an API process and n worker processes); server CPU is theirs summed.
+     */
+    workers: { type: 'string', default: '0' },
   },
   strict: true,
 });
@@ -97,7 +102,7 @@ async function startServer(compiledDir: string | undefined, perJob?: number, nod
   writeFileSync(file, JSON.stringify({ queues }));
   process.env.CONFIG = file;
   try {
-    return await spawnServer('bench/server.ts', ['--log-level', 'warn', ...serverArgs], nodeArgs, { compiledDir });
+    return await spawnServer('bench/server.ts', ['--log-level', 'warn', '--workers', args.workers, ...serverArgs], nodeArgs, { compiledDir });
   } finally {
     delete process.env.CONFIG;
     rmSync(dir, { recursive: true, force: true });
@@ -165,7 +170,7 @@ async function sqlCounts(pid: number, file: string): Promise<SqlCounts> {
 }
 
 async function service(compiledDir: string | undefined): Promise<{
-  seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number; serverSysMsPerTask?: number; pgCpuMsPerTask: number; pgBackends: number;
+  seconds: number; perSecond: number; createSeconds: number; startsSeconds: number; serverCpuMsPerTask: number; serverSysMsPerTask?: number; serverProcesses: number; pgCpuMsPerTask: number; pgBackends: number;
   sqlPerTask?: number; sql?: SqlCounts; startMs: { mean: number; p50: number; p99: number };
 }> {
   const sqlFile = args['count-sql'] ? path.join(os.tmpdir(), `wcr-bench-tasks-sql-${process.pid}.json`) : undefined;
@@ -193,8 +198,8 @@ async function service(compiledDir: string | undefined): Promise<{
     const meter = pgCpuMeter(db, schema);
     await meter.ready();
     if (sqlFile) await sqlCounts(server.info.pid, sqlFile); // resets the count
-    const cpu0 = procCpuSeconds(server.info.pid) ?? 0;
-    const split0 = procCpuSplit(server.info.pid);
+    const pids = serverPids(server.info);
+    const split0 = procCpuSplitOf(pids);
     window.fromUs = Number(process.hrtime.bigint() / 1000n);
     const t0 = performance.now();
     const latencies: number[] = [];
@@ -212,15 +217,16 @@ async function service(compiledDir: string | undefined): Promise<{
     await waitCompleted(db, schema, n);
     const seconds = (performance.now() - t0) / 1000;
     window.toUs = Number(process.hrtime.bigint() / 1000n);
-    const serverCpuMsPerTask = (((procCpuSeconds(server.info.pid) ?? 0) - cpu0) * 1000) / n;
-    const split1 = procCpuSplit(server.info.pid);
+    const split1 = procCpuSplitOf(pids);
+    const serverCpuMsPerTask = split0 && split1 ? ((split1.user + split1.system - split0.user - split0.system) * 1000) / n : NaN;
     const serverSysMsPerTask = split0 && split1 ? ((split1.system - split0.system) * 1000) / n : undefined;
+    const serverProcesses = pids.length;
     const sql = sqlFile ? await sqlCounts(server.info.pid, sqlFile) : undefined;
     const pgCpuMsPerTask = ((await meter.stop()) * 1000) / n;
     const pids1 = [...new Set([...pids0, ...(await backendPids(DATABASE_URL, schema))])];
     if (server.logBytes() > 0) console.error(`the server logged ${server.logBytes()} bytes during the run`);
     return {
-      seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, serverSysMsPerTask, pgCpuMsPerTask, pgBackends: pids1.length, startMs,
+      seconds, perSecond: n / seconds, createSeconds, startsSeconds, serverCpuMsPerTask, serverSysMsPerTask, serverProcesses, pgCpuMsPerTask, pgBackends: pids1.length, startMs,
       ...(sql ? { sqlPerTask: Object.values(sql.counts).reduce((a, b) => a + b, 0) / n, sql } : {}),
     };
   } finally {
@@ -293,7 +299,7 @@ printTable(['what', 'seconds', 'per second'], [
   [`bare BullMQ: ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
 ]);
-console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
+console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms${ours.serverProcesses > 1 ? ` (API and ${ours.serverProcesses - 1} worker process(es) summed)` : ''} (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
 console.log(`start requests as the clients saw them: mean ${fmt(ours.startMs.mean, 1)} ms, p50 ${fmt(ours.startMs.p50, 1)} ms, p99 ${fmt(ours.startMs.p99, 1)} ms`);
 if (ours.sql) {
   const { counts, millis, gaps, requests, eventLoop } = ours.sql;
@@ -310,7 +316,7 @@ if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }
 console.log(JSON.stringify({
-  bench: 'tasks', tasks: n, connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, bigTask: big,
+  bench: 'tasks', tasks: n, workers: Number(args.workers), connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, bigTask: big,
   loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
   ...(args['profile-dir'] ? { profileWindowUs: window } : {}),
 }));
