@@ -56,6 +56,12 @@ export interface FusedStatement {
    * (a print job for a printer that is held: its resume wakes it).
    */
   jobIf?: string;
+  /**
+   * Further columns of the answer rows, over `main` and the CTEs (`addEachWith`
+   * only): e.g. which request of a batched statement a row belongs to, which
+   * RETURNING cannot say for an INSERT … SELECT.
+   */
+  select?: string;
 }
 
 /** This process's relay, as the outbox sees it (src/outbox/relay.ts). */

@@ -149,6 +149,77 @@ export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJo
   };
 }
 
+/** One submission of `insertJobsStatement`: what `insertJobStatement` takes, and its wake-up's outbox job id. */
+export interface JobToInsert {
+  sentTo: string;
+  target: string;
+  job: Omit<NewJob, 'printer' | 'redirectedFrom'>;
+  log: string;
+  document: Buffer | null;
+  /** `jobIdFor('print.dispatch', { printer: target })`. */
+  wakeJobId: string;
+}
+
+/**
+ * `insertJobStatement` for several submissions at once, for
+ * `Outbox.addEachWith` (one statement, one commit for all of them): per
+ * submission exactly what `insertJobStatement` does (share lock on the printer
+ * it was sent to, the redirect chain walked from it, the job inserted on the
+ * chain's end only if that is still `target`, its log line, a small document
+ * with it), and one wake-up per target printer, not stored when every job for
+ * it was sent to a held printer. The printers are share-locked in name order
+ * and the wake-ups inserted in job id order, so two such statements, or one
+ * and a dispatch statement that updates several printers in name order,
+ * never wait for each other in a cycle. The job ids are drawn first, so each
+ * answer row says which submission it is (`k`, from 1); a submission without
+ * a row was not inserted (its printer is gone or redirected elsewhere now).
+ * The documents travel as one bytea (offsets and lengths per submission).
+ */
+export function insertJobsStatement(items: readonly JobToInsert[]): FusedStatement & { jobs: string } {
+  const offsets: (number | null)[] = [];
+  const lengths: (number | null)[] = [];
+  let at = 0;
+  for (const it of items) {
+    offsets.push(it.document ? at : null);
+    lengths.push(it.document ? it.document.length : null);
+    at += it.document?.length ?? 0;
+  }
+  const documents = Buffer.concat(items.flatMap((it) => (it.document ? [it.document] : [])));
+  const col = <T>(f: (it: JobToInsert) => T) => items.map(f);
+  return {
+    with: `i AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+         $9::bigint[], $10::text[], $11::int[], $12::int[], $13::text[], $14::text[], $15::text[], $16::int[], $17::text[], $18::int[], $19::int[], $21::text[])
+         WITH ORDINALITY AS i(sent_to, target, status, creator, owner, name, file_name, mime_type, size, sha256, copies, priority,
+           checkin, task, flow, retention_sec, log, doc_off, doc_len, wake_id, k)),
+     sent_to AS (SELECT name, redirect, paused, enabled FROM printers WHERE name IN (SELECT sent_to FROM i) ORDER BY name FOR SHARE),
+     chain(start, name, redirect, depth) AS (
+       SELECT name, name, redirect, 0 FROM sent_to
+       UNION ALL
+       SELECT c.start, p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64),
+     chain_end AS (SELECT DISTINCT ON (start) start, name FROM chain ORDER BY start, depth DESC),
+     ok AS MATERIALIZED (SELECT o.*, nextval(pg_get_serial_sequence('print_jobs', 'id')) AS id, nextval('print_jobs_seq') AS seq
+       FROM (SELECT i.* FROM i JOIN chain_end e ON e.start = i.sent_to AND e.name = i.target ORDER BY i.k) o)`,
+    text: `INSERT INTO print_jobs (id, seq, status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
+         copies, priority, checkin, task, flow, retention_sec)
+       OVERRIDING SYSTEM VALUE
+       SELECT id, seq, status, target, CASE WHEN target = sent_to THEN NULL ELSE sent_to END, creator, owner, name, file_name, mime_type, size, sha256,
+         copies, priority, checkin::jsonb, task::jsonb, flow, retention_sec
+         FROM ok ORDER BY k
+       RETURNING *`,
+    also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, target, 'info', log FROM ok ORDER BY k),
+     inline_document AS (INSERT INTO print_documents (job_id, bytes) SELECT id, substring($20::bytea FROM doc_off + 1 FOR doc_len) FROM ok WHERE doc_len IS NOT NULL)`,
+    // a printer held (paused, disabled, not redirected) needs no wake-up, as in insertJobStatement
+    jobs: `SELECT DISTINCT ok.wake_id, jsonb_build_object('printer', ok.target) FROM ok JOIN sent_to s ON s.name = ok.sent_to
+       WHERE NOT (s.redirect IS NULL AND (s.paused OR NOT s.enabled)) ORDER BY 1`,
+    select: '(SELECT k FROM ok WHERE ok.id = main.id) AS k',
+    params: [col((it) => it.sentTo), col((it) => it.target), col((it) => it.job.status), col((it) => it.job.creator), col((it) => it.job.owner),
+      col((it) => it.job.name), col((it) => it.job.fileName), col((it) => it.job.mimeType), col((it) => it.job.size), col((it) => it.job.sha256),
+      col((it) => it.job.copies), col((it) => it.job.priority), col((it) => JSON.stringify(it.job.checkin)),
+      col((it) => (it.job.task ? JSON.stringify(it.job.task) : null)), col((it) => it.job.flow), col((it) => it.job.retentionSec),
+      col((it) => logText(it.log)), offsets, lengths, documents, col((it) => it.wakeJobId)],
+  };
+}
+
 /** Ids are bigints; anything else names no job (404, never a SQL error). */
 export const parseJobId = (raw: string): number | undefined => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : undefined);
 

@@ -2,11 +2,13 @@ import type { Readable } from 'node:stream';
 import type { BlobStore } from '../../blobs/blob-store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
+import { jobIdFor } from '../../queue/jobs.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
+import { MicroBatcher } from '../../storage/micro-batcher.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { INLINE_DOCUMENT_MAX, readSubmittedDocument } from './job-document.js';
 import { initialJobState } from './job-states.js';
-import { insertJob, insertJobStatement, submitTarget, type PrintJobRow } from './print-job-store.js';
+import { insertJob, insertJobsStatement, insertJobStatement, submitTarget, type JobToInsert, type PrintJobRow } from './print-job-store.js';
 import { printLog } from './print-log.js';
 
 export interface SubmitDeps {
@@ -79,9 +81,11 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
   const logLine = (target: string) => `submitted by ${input.creator ?? 'system'} (${input.checkin?.type ?? 'api'}), ${blob.size} bytes${
     target === input.printer ? '' : ` (sent to "${input.printer}", redirected)`} -> ${job.status}`;
   // the job, its log line and its outbox entry in one statement (no transaction of its own), as long as the
-  // printer is still there and its redirect chain still ends where it did before the document streamed in
-  const [row] = await deps.outbox.addWith<'print.dispatch', PrintJobRow>(
-    sql, insertJobStatement(input.printer, seen.target, job, logLine(seen.target), document), 'print.dispatch', { printer: seen.target });
+  // printer is still there and its redirect chain still ends where it did before the document streamed in;
+  // outside a caller's transaction, one statement with the submissions that come at the same time
+  const item: JobToInsert = { sentTo: input.printer, target: seen.target, job, log: logLine(seen.target), document,
+    wakeJobId: jobIdFor('print.dispatch', { printer: seen.target }) };
+  const row = tx ? await insertOne(deps.outbox, tx, item) : await submissionsOf(deps).run(item);
   if (row) return row;
   // the printer was deleted or redirected meanwhile (rare): decided step by step in a transaction
   const run = async (t: Sql): Promise<PrintJobRow> => {
@@ -93,4 +97,44 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
     return inserted;
   };
   return tx ? run(tx) : deps.db.transaction(run);
+}
+
+/** One submission's job, log line, document and wake-up as one statement (`insertJobStatement`); undefined: not inserted. */
+async function insertOne(outbox: Outbox, sql: Sql, it: JobToInsert): Promise<PrintJobRow | undefined> {
+  const [row] = await outbox.addWith<'print.dispatch', PrintJobRow>(
+    sql, insertJobStatement(it.sentTo, it.target, it.job, it.log, it.document), 'print.dispatch', { printer: it.target });
+  return row;
+}
+
+/** Several submissions as one statement (`insertJobsStatement`), answers in their order; undefined: not inserted. */
+export async function insertMany(outbox: Outbox, sql: Sql, items: readonly JobToInsert[]): Promise<(PrintJobRow | undefined)[]> {
+  const rows = await outbox.addEachWith<'print.dispatch', PrintJobRow & { k: number | string }>(
+    sql, insertJobsStatement(items), 'print.dispatch', items.map((it) => ({ printer: it.target })));
+  const out: (PrintJobRow | undefined)[] = items.map(() => undefined);
+  for (const { k, ...row } of rows) out[Number(k) - 1] = row as PrintJobRow;
+  return out;
+}
+
+/**
+ * The submissions of one process (per database and outbox) gathered into
+ * shared statements (a `MicroBatcher`): while two such statements run, the
+ * submissions that come in wait and go together as one
+ * (`insertJobsStatement`: one round trip, one executor start and one
+ * synchronous commit for all of them, one wake-up per printer); a lone
+ * submission goes at once as its own statement. Each submission's answer
+ * (its 201) still comes only after the statement that stored it committed.
+ */
+const batchers = new WeakMap<Outbox, WeakMap<Sql, MicroBatcher<JobToInsert, PrintJobRow | undefined>>>();
+function submissionsOf(deps: SubmitDeps): MicroBatcher<JobToInsert, PrintJobRow | undefined> {
+  let byDb = batchers.get(deps.outbox);
+  if (!byDb) batchers.set(deps.outbox, (byDb = new WeakMap()));
+  let b = byDb.get(deps.db);
+  if (!b) {
+    const { outbox, db } = deps;
+    byDb.set(db, (b = new MicroBatcher<JobToInsert, PrintJobRow | undefined>({
+      one: (it) => insertOne(outbox, db, it),
+      many: (items) => insertMany(outbox, db, items),
+    })));
+  }
+  return b;
 }
