@@ -120,6 +120,24 @@ export async function submitTarget(sql: Sql, printer: string, flow: string | nul
   return row && { target: row.target, flow: row.flow, flowExists: row.flow_exists };
 }
 
+/** `submitTarget` for several submissions in one statement; answers in their order (undefined: no such printer). */
+export async function submitTargets(sql: Sql, asked: readonly { printer: string; flow: string | null | undefined }[]): Promise<(SubmitTarget | undefined)[]> {
+  const { rows } = await sql.query<{ k: string | number; target: string; flow: string | null; flow_exists: boolean }>(
+    `WITH RECURSIVE i AS (SELECT * FROM unnest($1::text[], $2::boolean[], $3::text[]) WITH ORDINALITY AS i(printer, own_flow, flow, k)),
+     chain(k, name, redirect, depth) AS (
+       SELECT i.k, p.name, p.redirect, 0 FROM i JOIN printers p ON p.name = i.printer
+       UNION ALL
+       SELECT c.k, p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64),
+     chain_end AS (SELECT DISTINCT ON (k) k, name FROM chain ORDER BY k, depth DESC)
+     SELECT i.k, e.name AS target, f.flow, EXISTS (SELECT 1 FROM print_flows WHERE name = f.flow) AS flow_exists
+       FROM i JOIN printers p ON p.name = i.printer JOIN chain_end e ON e.k = i.k
+       CROSS JOIN LATERAL (SELECT CASE WHEN i.own_flow THEN p.flow ELSE i.flow END AS flow) f`,
+    [asked.map((a) => a.printer), asked.map((a) => a.flow === undefined), asked.map((a) => a.flow ?? null)]);
+  const out: (SubmitTarget | undefined)[] = asked.map(() => undefined);
+  for (const r of rows) out[Number(r.k) - 1] = { target: r.target, flow: r.flow, flowExists: r.flow_exists };
+  return out;
+}
+
 /**
  * The INSERT of a submitted job and its log line as one statement, for
  * `Outbox.addWith`: share-locks the printer it was sent to (a delete or

@@ -8,7 +8,7 @@ import { MicroBatcher } from '../../storage/micro-batcher.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { INLINE_DOCUMENT_MAX, readSubmittedDocument } from './job-document.js';
 import { initialJobState } from './job-states.js';
-import { insertJob, insertJobsStatement, insertJobStatement, submitTarget, type JobToInsert, type PrintJobRow } from './print-job-store.js';
+import { insertJob, insertJobsStatement, insertJobStatement, submitTarget, submitTargets, type JobToInsert, type PrintJobRow, type SubmitTarget } from './print-job-store.js';
 import { printLog } from './print-log.js';
 
 export interface SubmitDeps {
@@ -52,9 +52,8 @@ export interface SubmitInput {
  * A blob left behind by a failed transaction is collected by housekeeping.
  */
 export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: Sql): Promise<PrintJobRow> {
-  const sql = tx ?? deps.db;
-  // the printer, its redirect chain's end and the flow in one statement
-  const seen = await submitTarget(sql, input.printer, input.flow);
+  // the printer, its redirect chain's end and the flow in one statement (outside a transaction, shared with concurrent submissions)
+  const seen = tx ? await submitTarget(tx, input.printer, input.flow) : await batchesOf(deps).targets.run({ printer: input.printer, flow: input.flow });
   if (!seen) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
   const { flow } = seen;
   if (flow && !seen.flowExists) throw new AppError('FLOW_NOT_FOUND', `no flow named "${flow}"`, { flow });
@@ -85,7 +84,7 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
   // outside a caller's transaction, one statement with the submissions that come at the same time
   const item: JobToInsert = { sentTo: input.printer, target: seen.target, job, log: logLine(seen.target), document,
     wakeJobId: jobIdFor('print.dispatch', { printer: seen.target }) };
-  const row = tx ? await insertOne(deps.outbox, tx, item) : await submissionsOf(deps).run(item);
+  const row = tx ? await insertOne(deps.outbox, tx, item) : await batchesOf(deps).inserts.run(item);
   if (row) return row;
   // the printer was deleted or redirected meanwhile (rare): decided step by step in a transaction
   const run = async (t: Sql): Promise<PrintJobRow> => {
@@ -117,24 +116,31 @@ export async function insertMany(outbox: Outbox, sql: Sql, items: readonly JobTo
 
 /**
  * The submissions of one process (per database and outbox) gathered into
- * shared statements (a `MicroBatcher`): while two such statements run, the
- * submissions that come in wait and go together as one
- * (`insertJobsStatement`: one round trip, one executor start and one
- * synchronous commit for all of them, one wake-up per printer); a lone
- * submission goes at once as its own statement. Each submission's answer
- * (its 201) still comes only after the statement that stored it committed.
+ * shared statements (`MicroBatcher`s): while two statements of a kind run,
+ * the submissions that come in wait and go together as one. `targets`: the
+ * printer lookups before the documents are read (`submitTargets`);
+ * `inserts`: the jobs (`insertJobsStatement`: one round trip, one executor
+ * start and one synchronous commit for all of them, one wake-up per
+ * printer). A lone submission goes at once as its own statement. Each
+ * submission's answer (its 201) still comes only after the statement that
+ * stored it committed.
  */
-const batchers = new WeakMap<Outbox, WeakMap<Sql, MicroBatcher<JobToInsert, PrintJobRow | undefined>>>();
-function submissionsOf(deps: SubmitDeps): MicroBatcher<JobToInsert, PrintJobRow | undefined> {
-  let byDb = batchers.get(deps.outbox);
-  if (!byDb) batchers.set(deps.outbox, (byDb = new WeakMap()));
+interface Batches {
+  targets: MicroBatcher<{ printer: string; flow: string | null | undefined }, SubmitTarget | undefined>;
+  inserts: MicroBatcher<JobToInsert, PrintJobRow | undefined>;
+}
+const batches = new WeakMap<Outbox, WeakMap<Sql, Batches>>();
+function batchesOf(deps: SubmitDeps): Batches {
+  let byDb = batches.get(deps.outbox);
+  if (!byDb) batches.set(deps.outbox, (byDb = new WeakMap()));
   let b = byDb.get(deps.db);
   if (!b) {
     const { outbox, db } = deps;
-    byDb.set(db, (b = new MicroBatcher<JobToInsert, PrintJobRow | undefined>({
-      one: (it) => insertOne(outbox, db, it),
-      many: (items) => insertMany(outbox, db, items),
-    })));
+    b = {
+      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }),
+      inserts: new MicroBatcher({ one: (it) => insertOne(outbox, db, it), many: (items) => insertMany(outbox, db, items) }),
+    };
+    byDb.set(db, b);
   }
   return b;
 }

@@ -11,7 +11,7 @@ import { jobIdFor } from '../../../src/queue/jobs.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
-import { getJob, inlineDocument, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { getJob, inlineDocument, listJobs, submitTarget, submitTargets } from '../../../src/areas/print-jobs/print-job-store.js';
 import { INLINE_DOCUMENT_MAX, openJobDocument } from '../../../src/areas/print-jobs/job-document.js';
 import { jobListWriter, presentJob, selectFields } from '../../../src/areas/print-jobs/present.js';
 import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
@@ -207,6 +207,10 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const inserts = texts.filter((x) => /INSERT INTO print_jobs/.test(x));
     expect(inserts.length).toBeLessThan(n);
     expect(inserts.some((x) => x.includes('unnest'))).toBe(true);
+    // the printer lookups too
+    const lookups = texts.filter((x) => /print_flows/.test(x));
+    expect(lookups.length).toBeLessThan(n);
+    expect(lookups.some((x) => x.includes('unnest'))).toBe(true);
     for (const [i, job] of jobs.entries()) {
       const sent = printers[i % 4]!;
       expect(job).toMatchObject({ name: `j${i}`, creator: `u${i}`, priority: i % 2 ? 90 : 10, status: 'waitprocessing',
@@ -220,6 +224,17 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     expect(new Set(jobs.map((j) => j.seq)).size).toBe(n);
     const { rows } = await t.db.query<{ data: { printer: string } }>('SELECT data FROM outbox ORDER BY data->>\'printer\'');
     expect(rows.map((r) => r.data.printer)).toEqual(['b1', 'b2']);
+  });
+
+  it('looks up several printers in one statement as submitTarget does one by one', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection, flow) VALUES ('d1', 'file:///tmp/d1', 'f'), ('d2', 'file:///tmp/d2', 'gone')`);
+    await t.db.query(`INSERT INTO printers (name, connection, redirect) VALUES ('d3', 'file:///tmp/d3', 'd1')`);
+    const asked = [{ printer: 'd1', flow: undefined }, { printer: 'd2', flow: undefined }, { printer: 'd3', flow: null }, { printer: 'nope', flow: undefined },
+      { printer: 'd2', flow: 'f' }, { printer: 'd3', flow: undefined }];
+    const one = await Promise.all(asked.map((a) => submitTarget(t.db, a.printer, a.flow)));
+    expect(await submitTargets(t.db, asked)).toEqual(one);
+    expect(one).toEqual([{ target: 'd1', flow: 'f', flowExists: true }, { target: 'd2', flow: 'gone', flowExists: false }, { target: 'd1', flow: null, flowExists: false },
+      undefined, { target: 'd2', flow: 'f', flowExists: true }, { target: 'd1', flow: null, flowExists: false }]);
   });
 
   it('a shared statement leaves out a submission whose printer was redirected since it was looked up, and inserts the others', async () => {
