@@ -116,8 +116,9 @@ export async function insertMany(outbox: Outbox, sql: Sql, items: readonly JobTo
 
 /**
  * The submissions of one process (per database and outbox) gathered into
- * shared statements (`MicroBatcher`s): while two statements of a kind run,
- * the submissions that come in wait and go together as one. `targets`: the
+ * shared statements (`MicroBatcher`s, one statement of a kind in flight:
+ * larger batches, less CPU per job than two): while one runs, the
+ * submissions that come in wait and go together as the next. `targets`: the
  * printer lookups before the documents are read (`submitTargets`);
  * `inserts`: the jobs (`insertJobsStatement`: one round trip, one executor
  * start and one synchronous commit for all of them, one wake-up per
@@ -137,8 +138,8 @@ function batchesOf(deps: SubmitDeps): Batches {
   if (!b) {
     const { outbox, db } = deps;
     b = {
-      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }),
-      inserts: new MicroBatcher({ one: (it) => insertOne(outbox, db, it), many: (items) => insertMany(outbox, db, items) }),
+      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, 1),
+      inserts: new MicroBatcher({ one: (it) => insertOne(outbox, db, it), many: (items) => insertMany(outbox, db, items) }, 1),
     };
     byDb.set(db, b);
   }
