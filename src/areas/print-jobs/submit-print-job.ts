@@ -6,7 +6,7 @@ import { jobIdFor } from '../../queue/jobs.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import { MicroBatcher } from '../../storage/micro-batcher.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
-import { INLINE_DOCUMENT_MAX, readSubmittedDocument } from './job-document.js';
+import { INLINE_DOCUMENT_MAX, readSubmittedDocument, type SubmittedDocument } from './job-document.js';
 import { initialJobState } from './job-states.js';
 import { insertJob, insertJobsStatement, insertJobStatement, submitTarget, submitTargets, type JobToInsert, type PrintJobRow, type SubmitTarget } from './print-job-store.js';
 import { printLog } from './print-log.js';
@@ -39,9 +39,14 @@ export interface SubmitInput {
 
 /**
  * The one way a print job enters the system (the `POST /v3/jobs/` extension,
- * `createTestJob`, the print connector). Checks the printer and the flow
- * first (404 before a byte is read), reads a small document whole or streams
- * a larger one into the blob store (job-document.ts), then atomically (one statement, in the caller's `tx` when given)
+ * `createTestJob`, the print connector). Outside a caller's transaction it
+ * first reads up to INLINE_DOCUMENT_MAX bytes: a document that small goes
+ * with the printer and flow lookup into one statement shared with concurrent
+ * submissions (`insertJobsStatement`), which inserts it when the printer is
+ * its own chain's end and the flow exists. Otherwise (in `tx`, a larger
+ * document, a redirected or unknown printer, an unknown flow) it checks the
+ * printer and the flow (404; in `tx` before a byte is read), reads a small
+ * document whole or streams a larger one into the blob store (job-document.ts), then atomically (one statement, in the caller's `tx` when given)
  * inserts the job on the end of the printer's redirect chain in
  * `waitpreprocessing` (a flow to run) or `waitprocessing` with a small
  * document's bytes, logs it, and adds
@@ -52,17 +57,8 @@ export interface SubmitInput {
  * A blob left behind by a failed transaction is collected by housekeeping.
  */
 export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: Sql): Promise<PrintJobRow> {
-  // the printer, its redirect chain's end and the flow in one statement (outside a transaction, shared with concurrent submissions)
-  const seen = tx ? await submitTarget(tx, input.printer, input.flow) : await batchesOf(deps).targets.run({ printer: input.printer, flow: input.flow });
-  if (!seen) throw new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer });
-  const { flow } = seen;
-  if (flow && !seen.flowExists) throw new AppError('FLOW_NOT_FOUND', `no flow named "${flow}"`, { flow });
-  // a small document goes into the job's own statement (job-document.ts); a larger one (or one past maxBytes, refused by put) streams into the blob store
-  const read = await readSubmittedDocument(input.source, deps.maxBytes > 0 ? Math.min(INLINE_DOCUMENT_MAX, deps.maxBytes) : INLINE_DOCUMENT_MAX);
-  const document = 'bytes' in read ? read.bytes : null;
-  const blob = 'bytes' in read ? { sha256: read.sha256, size: read.bytes.length } : await deps.blobs.put(read.stream, deps.maxBytes);
-  const job = {
-    status: initialJobState(flow),
+  const max = deps.maxBytes > 0 ? Math.min(INLINE_DOCUMENT_MAX, deps.maxBytes) : INLINE_DOCUMENT_MAX;
+  const fields = (blob: { sha256: string; size: number }) => ({
     creator: input.creator,
     owner: input.owner ?? null,
     name: input.name ?? input.fileName ?? 'document',
@@ -74,17 +70,49 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
     priority: input.priority ?? 50,
     checkin: input.checkin ?? { type: 'api' },
     task: input.task ?? null,
-    flow: flow ?? null,
     retentionSec: input.retentionSec ?? null,
+  });
+  const logStart = (size: number) => `submitted by ${input.creator ?? 'system'} (${input.checkin?.type ?? 'api'}), ${size} bytes`;
+  let read: SubmittedDocument | undefined;
+  if (!tx) {
+    // outside a caller's transaction the document is read first: a small one goes with the lookup into one
+    // statement shared with the submissions that come at the same time (the printer taken as its own chain's
+    // end, the flow checked by the statement); no row (an unknown or redirected printer, an unknown flow): as below
+    read = await readSubmittedDocument(input.source, max);
+    if ('bytes' in read) {
+      const row = await batchesOf(deps).inserts.run({
+        sentTo: input.printer, target: input.printer, ownFlow: input.flow === undefined, flow: input.flow ?? null, checkFlow: true,
+        job: fields({ sha256: read.sha256, size: read.bytes.length }), logStart: logStart(read.bytes.length), document: read.bytes,
+        wakeJobId: jobIdFor('print.dispatch', { printer: input.printer }),
+      });
+      if (row) return row;
+    }
+  }
+  // the printer, its redirect chain's end and the flow in one statement (outside a transaction, shared with concurrent submissions)
+  const seen = tx ? await submitTarget(tx, input.printer, input.flow) : await batchesOf(deps).targets.run({ printer: input.printer, flow: input.flow });
+  const refuse = (err: AppError): never => {
+    if (read && 'stream' in read) read.stream.destroy(); // a large document's source, read no further
+    throw err;
   };
-  const logLine = (target: string) => `submitted by ${input.creator ?? 'system'} (${input.checkin?.type ?? 'api'}), ${blob.size} bytes${
-    target === input.printer ? '' : ` (sent to "${input.printer}", redirected)`} -> ${job.status}`;
+  if (!seen) return refuse(new AppError('PRINTER_NOT_FOUND', `no printer named "${input.printer}"`, { printer: input.printer }));
+  const { flow } = seen;
+  if (flow && !seen.flowExists) return refuse(new AppError('FLOW_NOT_FOUND', `no flow named "${flow}"`, { flow }));
+  // a small document goes into the job's own statement (job-document.ts); a larger one (or one past maxBytes, refused by put) streams into the blob store
+  read ??= await readSubmittedDocument(input.source, max);
+  const document = 'bytes' in read ? read.bytes : null;
+  const blob = 'bytes' in read ? { sha256: read.sha256, size: read.bytes.length } : await deps.blobs.put(read.stream, deps.maxBytes);
+  const job = { ...fields(blob), status: initialJobState(flow), flow: flow ?? null };
+  const logLine = (target: string) => `${logStart(blob.size)}${target === input.printer ? '' : ` (sent to "${input.printer}", redirected)`} -> ${job.status}`;
   // the job, its log line and its outbox entry in one statement (no transaction of its own), as long as the
   // printer is still there and its redirect chain still ends where it did before the document streamed in;
   // outside a caller's transaction, one statement with the submissions that come at the same time
-  const item: JobToInsert = { sentTo: input.printer, target: seen.target, job, log: logLine(seen.target), document,
-    wakeJobId: jobIdFor('print.dispatch', { printer: seen.target }) };
-  const row = tx ? await insertOne(deps.outbox, tx, item) : await batchesOf(deps).inserts.run(item);
+  const row = tx
+    ? (await deps.outbox.addWith<'print.dispatch', PrintJobRow>(
+      tx, insertJobStatement(input.printer, seen.target, job, logLine(seen.target), document), 'print.dispatch', { printer: seen.target }))[0]
+    : await batchesOf(deps).inserts.run({
+      sentTo: input.printer, target: seen.target, ownFlow: false, flow: job.flow, checkFlow: false, job: fields(blob), logStart: logStart(blob.size), document,
+      wakeJobId: jobIdFor('print.dispatch', { printer: seen.target }),
+    });
   if (row) return row;
   // the printer was deleted or redirected meanwhile (rare): decided step by step in a transaction
   const run = async (t: Sql): Promise<PrintJobRow> => {
@@ -96,13 +124,6 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
     return inserted;
   };
   return tx ? run(tx) : deps.db.transaction(run);
-}
-
-/** One submission's job, log line, document and wake-up as one statement (`insertJobStatement`); undefined: not inserted. */
-async function insertOne(outbox: Outbox, sql: Sql, it: JobToInsert): Promise<PrintJobRow | undefined> {
-  const [row] = await outbox.addWith<'print.dispatch', PrintJobRow>(
-    sql, insertJobStatement(it.sentTo, it.target, it.job, it.log, it.document), 'print.dispatch', { printer: it.target });
-  return row;
 }
 
 /** Several submissions as one statement (`insertJobsStatement`), answers in their order; undefined: not inserted. */
@@ -139,7 +160,8 @@ function batchesOf(deps: SubmitDeps): Batches {
     const { outbox, db } = deps;
     b = {
       targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, 1),
-      inserts: new MicroBatcher({ one: (it) => insertOne(outbox, db, it), many: (items) => insertMany(outbox, db, items) }, 1),
+      // a lone submission too goes as insertJobsStatement (it also does the lookup)
+      inserts: new MicroBatcher({ many: (items) => insertMany(outbox, db, items) }, 1),
     };
     byDb.set(db, b);
   }

@@ -207,10 +207,11 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     const inserts = texts.filter((x) => /INSERT INTO print_jobs/.test(x));
     expect(inserts.length).toBeLessThan(n);
     expect(inserts.some((x) => x.includes('unnest'))).toBe(true);
-    // the printer lookups too
-    const lookups = texts.filter((x) => /print_flows/.test(x));
-    expect(lookups.length).toBeLessThan(n);
-    expect(lookups.some((x) => x.includes('unnest'))).toBe(true);
+    // a small document goes with its printer's lookup: only the submissions to the redirected printer, whose
+    // first statement found the chain ending elsewhere, looked their printer up on their own
+    const lookups = texts.filter((x) => /print_flows/.test(x) && !/INSERT INTO print_jobs/.test(x));
+    expect(lookups.length).toBeGreaterThan(0);
+    expect(lookups.length).toBeLessThanOrEqual(n / 4);
     for (const [i, job] of jobs.entries()) {
       const sent = printers[i % 4]!;
       expect(job).toMatchObject({ name: `j${i}`, creator: `u${i}`, priority: i % 2 ? 90 : 10, status: 'waitprocessing',
@@ -240,18 +241,25 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   it('a shared statement leaves out a submission whose printer was redirected since it was looked up, and inserts the others', async () => {
     await t.db.query(`INSERT INTO printers (name, connection) VALUES ('c1', 'file:///tmp/c1'), ('c2', 'file:///tmp/c2'), ('c3', 'file:///tmp/c3')`);
     await t.db.query(`UPDATE printers SET redirect = 'c3' WHERE name = 'c2'`);
-    const item = (sentTo: string, target: string) => ({
-      sentTo, target, log: `to ${target}`, document: Buffer.from(sentTo), wakeJobId: jobIdFor('print.dispatch', { printer: target }),
-      job: { status: 'waitprocessing' as const, creator: 'e', owner: null, name: sentTo, fileName: null, mimeType: 'text/plain', size: 2, sha256: 'x',
-        copies: 1, priority: 50, checkin: { type: 'api' }, task: null, flow: null, retentionSec: null },
+    await t.db.query(`UPDATE printers SET flow = 'f' WHERE name = 'c1'`);
+    const item = (sentTo: string, target: string, flow: { ownFlow: boolean; flow: string | null; checkFlow: boolean } = { ownFlow: false, flow: null, checkFlow: false }) => ({
+      sentTo, target, ...flow, logStart: `to ${target}`, document: Buffer.from(sentTo), wakeJobId: jobIdFor('print.dispatch', { printer: target }),
+      job: { creator: 'e', owner: null, name: sentTo, fileName: null, mimeType: 'text/plain', size: 2, sha256: 'x',
+        copies: 1, priority: 50, checkin: { type: 'api' }, task: null, retentionSec: null },
     });
-    // c2 was looked up before its redirect: its chain ends at c3 now, not c2
-    const [a, b, c] = await insertMany(deps.outbox, t.db, [item('c1', 'c1'), item('c2', 'c2'), item('c2', 'c3')]);
-    expect(a).toMatchObject({ printer: 'c1', redirected_from: null });
+    // c2 was looked up before its redirect: its chain ends at c3 now, not c2; an unknown printer and an unknown flow insert nothing
+    const [a, b, c, d, e, f] = await insertMany(deps.outbox, t.db, [item('c1', 'c1'), item('c2', 'c2'), item('c2', 'c3'),
+      item('c1', 'c1', { ownFlow: true, flow: null, checkFlow: true }), item('nope', 'nope'), item('c3', 'c3', { ownFlow: false, flow: 'gone', checkFlow: true })]);
+    expect(a).toMatchObject({ printer: 'c1', redirected_from: null, flow: null, status: 'waitprocessing' });
     expect(b).toBeUndefined();
     expect(c).toMatchObject({ printer: 'c3', redirected_from: 'c2' });
     expect((await inlineDocument(t.db, c!.id))?.toString()).toBe('c2');
-    expect((await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM print_jobs WHERE printer IN ('c1', 'c2', 'c3')`)).rows[0]!.n).toBe(2);
+    expect((await jobLog(t.db, Number(c!.id))).map((l) => l.text)).toEqual(['to c3 (sent to "c2", redirected) -> waitprocessing']);
+    // the printer's own flow, from the statement's lookup
+    expect(d).toMatchObject({ printer: 'c1', flow: 'f', status: 'waitpreprocessing' });
+    expect((await jobLog(t.db, Number(d!.id))).map((l) => l.text)).toEqual(['to c1 -> waitpreprocessing']);
+    expect([e, f]).toEqual([undefined, undefined]);
+    expect((await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM print_jobs WHERE printer IN ('c1', 'c2', 'c3')`)).rows[0]!.n).toBe(3);
   });
 
   it('refuses an unknown printer or flow, and an oversized document, storing nothing', async () => {
