@@ -18,7 +18,7 @@
  *
  * The printers are TCP sinks in a child process (bench/sink-server.ts).
  *
- * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096 --bare on|off --profile-dir DIR]
+ * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096 --bare on|off --rows on|off --profile-dir DIR]
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
 import { spawn } from 'node:child_process';
@@ -52,6 +52,8 @@ const { values: args } = parseArgs({
     'profile-dir': { type: 'string' },
     // 'off': the engine only (quick comparisons of CPU per job; no ratio)
     bare: { type: 'string', default: 'on' },
+    // 'on': row operations per job in the bench's schema (pg_stat_user_tables; waits 11 s after each phase for idle backends to report)
+    rows: { type: 'string', default: 'off' },
   },
 });
 const JOBS = Number(args.jobs);
@@ -123,10 +125,78 @@ async function profiled(phase: string, fn: () => Promise<void>): Promise<void> {
   }
 }
 
+/**
+ * Statements this process sends to PostgreSQL (every `pg.Client#query` but the
+ * monitor's), by kind: the first words of the text with the tables it writes.
+ * Measurement only; the engine's statements are unchanged.
+ */
+const sent = new Map<string, number>();
+let monitorClient: pg.Client | undefined;
+const clientQuery = pg.Client.prototype.query as (...a: unknown[]) => unknown;
+pg.Client.prototype.query = function (this: pg.Client, ...a: unknown[]) {
+  if (this !== monitorClient) {
+    const q = a[0];
+    const text = typeof q === 'string' ? q : (q as { text?: string } | undefined)?.text ?? '';
+    const kind = statementKind(text);
+    sent.set(kind, (sent.get(kind) ?? 0) + 1);
+  }
+  return clientQuery.apply(this, a);
+} as never;
+const kinds = new Map<string, string>();
+/** A statement's kind, kept per text (the engine's texts are constants; only this bench's measurement pays for the regular expressions). */
+function statementKind(text: string): string {
+  let kind = kinds.get(text);
+  if (kind === undefined) {
+    kind = kindOf(text);
+    if (kinds.size < 1000) kinds.set(text, kind);
+  }
+  return kind;
+}
+function kindOf(text: string): string {
+  const t = text.trim().replace(/\s+/g, ' ');
+  const head = /^(\w+)/.exec(t)?.[1]?.toUpperCase() ?? '?';
+  if (['BEGIN', 'COMMIT', 'ROLLBACK', 'SET'].includes(head)) return head;
+  const writes = [...new Set([...t.matchAll(/(?:INSERT INTO|UPDATE|DELETE FROM) (\w+)/gi)].map((m) => m[1]))].sort().join('+');
+  const lock = /pg_advisory_xact_lock/.test(t) ? ' lock' : '';
+  return `${head}${writes ? ` ${writes}` : ''}${lock}`;
+}
+const sentSnapshot = () => new Map(sent);
+const sentPerJob = (before: Map<string, number>) => {
+  const out: Record<string, number> = {};
+  let total = 0;
+  for (const [k, v] of sent) {
+    const d = v - (before.get(k) ?? 0);
+    if (d > 0) out[k] = Math.round((d / JOBS) * 1000) / 1000;
+    total += d;
+  }
+  return { total: Math.round((total / JOBS) * 1000) / 1000, byKind: out };
+};
+/** Row operations in the bench's schema (pg_stat_user_tables), per job. */
+async function tupleCounts(db: pg.Client | undefined, schema: string): Promise<Map<string, number>> {
+  const m = new Map<string, number>();
+  if (!db || args.rows !== 'on') return m;
+  // the statistics of this backend's transaction are a snapshot: clear it so every read is fresh
+  await db.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await db.query<{ relname: string; ins: string; upd: string; hot: string; del: string }>(
+    `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot, n_tup_del AS del FROM pg_stat_user_tables WHERE schemaname = $1`, [schema]);
+  for (const r of rows) for (const k of ['ins', 'upd', 'hot', 'del'] as const) m.set(`${r.relname}.${k}`, Number(r[k]));
+  return m;
+}
+const tuplesPerJob = (a: Map<string, number>, b: Map<string, number>) => {
+  const out: Record<string, number> = {};
+  for (const [k, v] of b) {
+    const d = v - (a.get(k) ?? 0);
+    if (d > 0) out[k] = Math.round((d / JOBS) * 1000) / 1000;
+  }
+  return out;
+};
+
 /** Wall time, rate, machine-wide busy cores, and CPU per job of this process and of the engine's PostgreSQL backends. */
 const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: string }, phase?: string) => {
   const meter = pgCpuMeter(pgApp?.db, pgApp?.name ?? '');
   await meter.ready();
+  const sent0 = sentSnapshot();
+  const tuples0 = await tupleCounts(pgApp?.db, pgApp?.name ?? '');
   const cpu = machineCpu();
   const own0 = procCpuSeconds(process.pid) ?? NaN;
   const t0 = performance.now();
@@ -134,7 +204,12 @@ const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: str
   const s = (performance.now() - t0) / 1000;
   const own1 = procCpuSeconds(process.pid) ?? NaN;
   const pgSeconds = await meter.stop();
+  const statements = sentPerJob(sent0);
+  // an idle backend reports its row counts within 10 s (PGSTAT_IDLE_INTERVAL)
+  if (pgApp && args.rows === 'on') await new Promise((r) => setTimeout(r, 11_000));
+  const tuples = tuplesPerJob(tuples0, await tupleCounts(pgApp?.db, pgApp?.name ?? ''));
   return {
+    statementsPerJob: statements, tuplesPerJob: tuples,
     seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()),
     nodeCpuMsPerJob: ((own1 - own0) * 1000) / JOBS,
     pgCpuMsPerJob: pgApp ? (pgSeconds * 1000) / JOBS : 0,
@@ -167,6 +242,7 @@ async function engine() {
     name: `job ${n}`, priority: [10, 50, 90][n % 3], creator: 'bench',
   });
   const monitor = new pg.Client({ connectionString: DB_URL });
+  monitorClient = monitor;
   await monitor.connect();
   const pgApp = { db: monitor, name: tag };
   try {
@@ -261,6 +337,10 @@ printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'machine bu
 console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
 console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, statement, outbox)`);
 console.log(`engine submissions with the printers paused: ${fmt(e.submitOnly.perSecond, 0)} jobs/s, Node CPU ${fmt(e.submitOnly.nodeCpuMsPerJob, 2)} ms/job, PG CPU ${fmt(e.submitOnly.pgCpuMsPerJob, 2)} ms/job`);
+for (const [phase, r] of [['end to end', e.e2e], ['submission alone', e.submitOnly], ['drain', e.drain]] as const) {
+  console.log(`engine ${phase}: statements per job ${r.statementsPerJob.total} ${JSON.stringify(r.statementsPerJob.byKind)}`);
+  if (args.rows === 'on') console.log(`engine ${phase}: rows per job ${JSON.stringify(r.tuplesPerJob)}`);
+}
 console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${f.maxPerPrinter})`);
 console.log(JSON.stringify({ bench: 'print-dispatch', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
 process.exit(0);

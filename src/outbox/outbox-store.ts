@@ -94,19 +94,19 @@ export async function withOutboxEach<R extends object>(
  * keeps, where the text built again per call is a new 3 kB string to hash and
  * compare.
  */
-const eachTexts = new Map<string, { with?: string; also?: string; jobs: string; n: number; text: string }>();
+const eachTexts = new Map<string, { with?: string; also?: string; select?: string; jobs: string; n: number; text: string }>();
 function eachText(statement: FusedStatement, jobs: string, n: number): string {
   const hit = eachTexts.get(statement.text);
-  if (hit && hit.with === statement.with && hit.also === statement.also && hit.jobs === jobs && hit.n === n) return hit.text;
+  if (hit && hit.with === statement.with && hit.also === statement.also && hit.select === statement.select && hit.jobs === jobs && hit.n === n) return hit.text;
   const text = `WITH ${statement.with ? `RECURSIVE ${statement.with},` : ''} main AS (${statement.text}),${statement.also ? ` ${statement.also},` : ''}
      job AS (
        INSERT INTO outbox (name, job_id, data, claimed_until)
        SELECT $${n + 1}, w.job_id, w.data, CASE WHEN $${n + 2}::int IS NULL THEN NULL ELSE now() + make_interval(secs => $${n + 2}::int) END
        FROM (${jobs}) AS w (job_id, data)
        ON CONFLICT (job_id) DO NOTHING RETURNING id, data)
-     SELECT main.*, (SELECT COALESCE(jsonb_agg(jsonb_build_object('id', id, 'data', data) ORDER BY id), '[]'::jsonb) FROM job) AS outbox_jobs
+     SELECT main.*,${statement.select ? ` ${statement.select},` : ''} (SELECT COALESCE(jsonb_agg(jsonb_build_object('id', id, 'data', data) ORDER BY id), '[]'::jsonb) FROM job) AS outbox_jobs
      FROM main`;
-  if (eachTexts.size < 100) eachTexts.set(statement.text, { with: statement.with, also: statement.also, jobs, n, text });
+  if (eachTexts.size < 100) eachTexts.set(statement.text, { with: statement.with, also: statement.also, select: statement.select, jobs, n, text });
   return text;
 }
 

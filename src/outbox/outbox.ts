@@ -56,6 +56,12 @@ export interface FusedStatement {
    * (a print job for a printer that is held: its resume wakes it).
    */
   jobIf?: string;
+  /**
+   * Further columns of the answer rows, over `main` and the CTEs (`addEachWith`
+   * only): e.g. which request of a batched statement a row belongs to, which
+   * RETURNING cannot say for an INSERT … SELECT.
+   */
+  select?: string;
 }
 
 /** This process's relay, as the outbox sees it (src/outbox/relay.ts). */
@@ -82,6 +88,9 @@ export function createOutbox(local?: LocalRelay): Outbox {
   /** Once the row is committed: the local relay takes it (claimed at insert) or looks for it. */
   const handOver = (sql: Sql, name: string, payload: unknown, id: number | undefined, lease: number | null) => {
     if (!local) return;
+    // the job was there already (a wake-up of a printer whose own wake-up is on its way): that row's insert
+    // woke a relay or was handed to one; another round would find nothing to claim
+    if (id === undefined && lease !== null) return;
     const committed = id !== undefined && lease !== null ? () => local.take({ id, name, data: payload }) : () => local.wake();
     if (isTx(sql)) sql.afterCommit(committed);
     else committed(); // autocommitted already

@@ -28,8 +28,9 @@ interface Waiting<I, R> {
  * (`many` answers per request). When a statement of several fails, each of
  * its requests is tried once more on its own (the failed statement changed
  * nothing), so one request's failure is not its neighbours'.
- * The print dispatch's outcomes (`OutcomeBatcher`) and the task items' chunk
- * reads and final reports use it.
+ * The print dispatch's outcomes (`OutcomeBatcher`), the print submissions
+ * (`submit-print-job.ts`) and the task items' chunk reads and final reports
+ * use it.
  */
 export class MicroBatcher<I, R> {
   private waiting: Waiting<I, R>[] = [];

@@ -6,7 +6,7 @@ import type { Sql } from '../../storage/driver/database.js';
 import type { FusedStatement } from '../../outbox/outbox.js';
 import { CHAIN_END, redirectChain } from '../printers/printer-store.js';
 import { canJobMove, FINAL_JOB_STATES, isFinalJobState, type JobState } from './job-states.js';
-import { logText, printLog, type PrintLogLevel } from './print-log.js';
+import { LOG_TEXT_MAX, logText, printLog, type PrintLogLevel } from './print-log.js';
 
 /** An intermediate file of a job (the flow's output, kept or dropped per tempfiles). */
 export interface JobStage {
@@ -120,6 +120,24 @@ export async function submitTarget(sql: Sql, printer: string, flow: string | nul
   return row && { target: row.target, flow: row.flow, flowExists: row.flow_exists };
 }
 
+/** `submitTarget` for several submissions in one statement; answers in their order (undefined: no such printer). */
+export async function submitTargets(sql: Sql, asked: readonly { printer: string; flow: string | null | undefined }[]): Promise<(SubmitTarget | undefined)[]> {
+  const { rows } = await sql.query<{ k: string | number; target: string; flow: string | null; flow_exists: boolean }>(
+    `WITH RECURSIVE i AS (SELECT * FROM unnest($1::text[], $2::boolean[], $3::text[]) WITH ORDINALITY AS i(printer, own_flow, flow, k)),
+     chain(k, name, redirect, depth) AS (
+       SELECT i.k, p.name, p.redirect, 0 FROM i JOIN printers p ON p.name = i.printer
+       UNION ALL
+       SELECT c.k, p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64),
+     chain_end AS (SELECT DISTINCT ON (k) k, name FROM chain ORDER BY k, depth DESC)
+     SELECT i.k, e.name AS target, f.flow, EXISTS (SELECT 1 FROM print_flows WHERE name = f.flow) AS flow_exists
+       FROM i JOIN printers p ON p.name = i.printer JOIN chain_end e ON e.k = i.k
+       CROSS JOIN LATERAL (SELECT CASE WHEN i.own_flow THEN p.flow ELSE i.flow END AS flow) f`,
+    [asked.map((a) => a.printer), asked.map((a) => a.flow === undefined), asked.map((a) => a.flow ?? null)]);
+  const out: (SubmitTarget | undefined)[] = asked.map(() => undefined);
+  for (const r of rows) out[Number(r.k) - 1] = { target: r.target, flow: r.flow, flowExists: r.flow_exists };
+  return out;
+}
+
 /**
  * The INSERT of a submitted job and its log line as one statement, for
  * `Outbox.addWith`: share-locks the printer it was sent to (a delete or
@@ -146,6 +164,92 @@ export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJo
     jobIf: 'NOT EXISTS (SELECT 1 FROM sent_to WHERE redirect IS NULL AND (paused OR NOT enabled))',
     params: [sentTo, target, j.status, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
       j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, logText(log), document],
+  };
+}
+
+/** One submission of `insertJobsStatement`. */
+export interface JobToInsert {
+  sentTo: string;
+  /** Where its redirect chain must end for the job to go in (the printer itself when nobody looked it up). */
+  target: string;
+  /** The flow: the printer's (`ownFlow`), else `flow` (null: none). */
+  ownFlow: boolean;
+  flow: string | null;
+  /** Whether the statement checks that the flow exists (nobody looked it up): no row when it does not. */
+  checkFlow: boolean;
+  job: Omit<NewJob, 'printer' | 'redirectedFrom' | 'status' | 'flow'>;
+  /** The log line's start (`submitted by …, n bytes`); the statement adds the redirect and the state, as submitPrintJob's `logLine`. */
+  logStart: string;
+  document: Buffer | null;
+  /** `jobIdFor('print.dispatch', { printer: target })`. */
+  wakeJobId: string;
+}
+
+/**
+ * `insertJobStatement` for several submissions at once, for
+ * `Outbox.addEachWith` (one statement, one commit for all of them): per
+ * submission what `insertJobStatement` does (share lock on the printer it
+ * was sent to, the redirect chain walked from it, the job inserted on the
+ * chain's end only if that is still `target`, its log line, a small document
+ * with it), and one wake-up per target printer, not stored when every job for
+ * it was sent to a held printer. It also does the lookup `submitTarget` does
+ * before: the flow (the printer's or the one named; with `checkFlow`, no row
+ * when it does not exist) and from it the initial state. The printers are
+ * share-locked in name order and the wake-ups inserted in job id order, so
+ * two such statements, or one and a dispatch statement that updates several
+ * printers in name order, never wait for each other in a cycle. The job ids
+ * are drawn first, so each answer row says which submission it is (`k`, from
+ * 1); a submission without a row was not inserted (its printer is unknown,
+ * gone or redirected elsewhere now, or its flow unknown). The documents
+ * travel as one bytea (offsets and lengths per submission).
+ */
+export function insertJobsStatement(items: readonly JobToInsert[]): FusedStatement & { jobs: string } {
+  const offsets: (number | null)[] = [];
+  const lengths: (number | null)[] = [];
+  let at = 0;
+  for (const it of items) {
+    offsets.push(it.document ? at : null);
+    lengths.push(it.document ? it.document.length : null);
+    at += it.document?.length ?? 0;
+  }
+  const documents = Buffer.concat(items.flatMap((it) => (it.document ? [it.document] : [])));
+  const col = <T>(f: (it: JobToInsert) => T) => items.map(f);
+  return {
+    with: `i AS (SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+         $11::bigint[], $12::text[], $13::int[], $14::int[], $15::text[], $16::text[], $17::int[], $18::text[], $19::int[], $20::int[], $22::text[])
+         WITH ORDINALITY AS i(sent_to, target, own_flow, given_flow, check_flow, creator, owner, name, file_name, mime_type, size, sha256, copies, priority,
+           checkin, task, retention_sec, log_start, doc_off, doc_len, wake_id, k)),
+     sent_to AS (SELECT name, redirect, paused, enabled, flow FROM printers WHERE name IN (SELECT sent_to FROM i) ORDER BY name FOR SHARE),
+     chain(start, name, redirect, depth) AS (
+       SELECT name, name, redirect, 0 FROM sent_to
+       UNION ALL
+       SELECT c.start, p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64),
+     chain_end AS (SELECT DISTINCT ON (start) start, name FROM chain ORDER BY start, depth DESC),
+     ok AS MATERIALIZED (SELECT o.*, CASE WHEN coalesce(o.flow, '') = '' THEN 'waitprocessing' ELSE 'waitpreprocessing' END AS status,
+         nextval(pg_get_serial_sequence('print_jobs', 'id')) AS id, nextval('print_jobs_seq') AS seq
+       FROM (SELECT i.*, CASE WHEN i.own_flow THEN s.flow ELSE i.given_flow END AS flow
+         FROM i JOIN sent_to s ON s.name = i.sent_to JOIN chain_end e ON e.start = i.sent_to AND e.name = i.target ORDER BY i.k) o
+       WHERE NOT o.check_flow OR coalesce(o.flow, '') = '' OR EXISTS (SELECT 1 FROM print_flows f WHERE f.name = o.flow))`,
+    text: `INSERT INTO print_jobs (id, seq, status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
+         copies, priority, checkin, task, flow, retention_sec)
+       OVERRIDING SYSTEM VALUE
+       SELECT id, seq, status, target, CASE WHEN target = sent_to THEN NULL ELSE sent_to END, creator, owner, name, file_name, mime_type, size, sha256,
+         copies, priority, checkin::jsonb, task::jsonb, flow, retention_sec
+         FROM ok ORDER BY k
+       RETURNING *`,
+    also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text)
+       SELECT id, target, 'info', left(log_start || CASE WHEN target = sent_to THEN '' ELSE ' (sent to "' || sent_to || '", redirected)' END || ' -> ' || status, ${LOG_TEXT_MAX})
+         FROM ok ORDER BY k),
+     inline_document AS (INSERT INTO print_documents (job_id, bytes) SELECT id, substring($21::bytea FROM doc_off + 1 FOR doc_len) FROM ok WHERE doc_len IS NOT NULL)`,
+    // a printer held (paused, disabled, not redirected) needs no wake-up, as in insertJobStatement
+    jobs: `SELECT DISTINCT ok.wake_id, jsonb_build_object('printer', ok.target) FROM ok JOIN sent_to s ON s.name = ok.sent_to
+       WHERE NOT (s.redirect IS NULL AND (s.paused OR NOT s.enabled)) ORDER BY 1`,
+    select: '(SELECT k FROM ok WHERE ok.id = main.id) AS k',
+    params: [col((it) => it.sentTo), col((it) => it.target), col((it) => it.ownFlow), col((it) => it.flow), col((it) => it.checkFlow),
+      col((it) => it.job.creator), col((it) => it.job.owner), col((it) => it.job.name), col((it) => it.job.fileName), col((it) => it.job.mimeType),
+      col((it) => it.job.size), col((it) => it.job.sha256), col((it) => it.job.copies), col((it) => it.job.priority), col((it) => JSON.stringify(it.job.checkin)),
+      col((it) => (it.job.task ? JSON.stringify(it.job.task) : null)), col((it) => it.job.retentionSec),
+      col((it) => it.logStart), offsets, lengths, documents, col((it) => it.wakeJobId)],
   };
 }
 

@@ -225,7 +225,10 @@ export async function deliveredAndNextMany(sql: Sql, items: readonly Delivered[]
        RETURNING j.id, j.printer, i.log, i.touch),
      ul AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', log FROM u),
      d AS (UPDATE printers SET last_printed = now(), error = NULL
-       WHERE name IN (SELECT printer FROM u WHERE touch)
+       WHERE name IN (SELECT name FROM printers WHERE name IN (SELECT printer FROM u WHERE touch)
+           AND (last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL)
+           -- in name order, as a batch of submissions share-locks them (insertJobsStatement): no cycle of waits
+           ORDER BY name FOR NO KEY UPDATE)
          AND (last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL)),
      p AS (SELECT name, connection, error FROM printers
        WHERE name IN (SELECT printer FROM i) AND redirect IS NULL AND enabled AND NOT paused AND (SELECT locked FROM lk)),

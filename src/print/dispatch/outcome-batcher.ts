@@ -18,7 +18,7 @@ type Result = { delivered: boolean; next?: NextStep };
 export class OutcomeBatcher {
   private readonly batcher: MicroBatcher<Delivered, Result>;
 
-  constructor(sql: Sql, maxInFlight = 2, maxBatch = 64) {
+  constructor(sql: Sql, maxInFlight = 1, maxBatch = 64) {
     this.batcher = new MicroBatcher<Delivered, Result>({
       many: (items) => deliveredAndNextMany(sql, items),
       one: (d) => deliveredAndNext(sql, d.job, d.message, d.touchPrinter),

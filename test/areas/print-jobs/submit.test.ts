@@ -6,10 +6,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../src/blobs/blob-store.js';
 import { createOutbox } from '../../../src/outbox/outbox.js';
-import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
+import { insertMany, submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
+import { jobIdFor } from '../../../src/queue/jobs.js';
+import type { Database } from '../../../src/storage/driver/database.js';
 import { jobLog } from '../../../src/areas/print-jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
-import { getJob, inlineDocument, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { getJob, inlineDocument, listJobs, submitTarget, submitTargets } from '../../../src/areas/print-jobs/print-job-store.js';
 import { INLINE_DOCUMENT_MAX, openJobDocument } from '../../../src/areas/print-jobs/job-document.js';
 import { jobListWriter, presentJob, selectFields } from '../../../src/areas/print-jobs/present.js';
 import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
@@ -181,6 +183,83 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     await submitTo('via held');
     const { rows } = await t.db.query<{ data: { printer: string } }>('SELECT data FROM outbox');
     expect(rows.map((r) => r.data.printer)).toEqual(['p2']);
+  });
+
+  it('concurrent submissions share statements: each job on its chain end with its log line and document, one wake-up per printer not held', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection) VALUES ('b1', 'file:///tmp/b1'), ('b2', 'file:///tmp/b2')`);
+    await t.db.query(`INSERT INTO printers (name, connection, paused) VALUES ('b held', 'file:///tmp/b3', true)`);
+    await t.db.query(`INSERT INTO printers (name, connection, redirect) VALUES ('b via', 'file:///tmp/b4', 'b2')`);
+    await t.db.query('DELETE FROM outbox');
+    // the statements the submissions send, seen through a wrapper of the database
+    const texts: string[] = [];
+    const db = new Proxy(t.db, {
+      get(target, prop) {
+        if (prop === 'query') return (text: string, params?: unknown[]) => (texts.push(text), target.query(text, params));
+        const v = Reflect.get(target, prop) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as Database;
+    const printers = ['b1', 'b2', 'b held', 'b via'];
+    const n = 40;
+    const jobs = await Promise.all(Array.from({ length: n }, (_, i) => submitPrintJob({ ...deps, db }, {
+      printer: printers[i % 4]!, source: Readable.from([Buffer.from(`doc ${i}`)]), mimeType: 'text/plain', creator: `u${i}`, name: `j${i}`, priority: i % 2 ? 90 : 10,
+    })));
+    const inserts = texts.filter((x) => /INSERT INTO print_jobs/.test(x));
+    expect(inserts.length).toBeLessThan(n);
+    expect(inserts.some((x) => x.includes('unnest'))).toBe(true);
+    // a small document goes with its printer's lookup: only the submissions to the redirected printer, whose
+    // first statement found the chain ending elsewhere, looked their printer up on their own
+    const lookups = texts.filter((x) => /print_flows/.test(x) && !/INSERT INTO print_jobs/.test(x));
+    expect(lookups.length).toBeGreaterThan(0);
+    expect(lookups.length).toBeLessThanOrEqual(n / 4);
+    for (const [i, job] of jobs.entries()) {
+      const sent = printers[i % 4]!;
+      expect(job).toMatchObject({ name: `j${i}`, creator: `u${i}`, priority: i % 2 ? 90 : 10, status: 'waitprocessing',
+        printer: sent === 'b via' ? 'b2' : sent, redirected_from: sent === 'b via' ? 'b via' : null });
+      expect(Number(job.size)).toBe(`doc ${i}`.length);
+      expect((await inlineDocument(t.db, job.id))?.toString()).toBe(`doc ${i}`);
+      expect((await jobLog(t.db, Number(job.id))).map((l) => l.text)).toEqual([
+        `submitted by u${i} (api), ${`doc ${i}`.length} bytes${sent === 'b via' ? ' (sent to "b via", redirected)' : ''} -> waitprocessing`]);
+    }
+    expect(new Set(jobs.map((j) => j.id)).size).toBe(n);
+    expect(new Set(jobs.map((j) => j.seq)).size).toBe(n);
+    const { rows } = await t.db.query<{ data: { printer: string } }>('SELECT data FROM outbox ORDER BY data->>\'printer\'');
+    expect(rows.map((r) => r.data.printer)).toEqual(['b1', 'b2']);
+  });
+
+  it('looks up several printers in one statement as submitTarget does one by one', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection, flow) VALUES ('d1', 'file:///tmp/d1', 'f'), ('d2', 'file:///tmp/d2', 'gone')`);
+    await t.db.query(`INSERT INTO printers (name, connection, redirect) VALUES ('d3', 'file:///tmp/d3', 'd1')`);
+    const asked = [{ printer: 'd1', flow: undefined }, { printer: 'd2', flow: undefined }, { printer: 'd3', flow: null }, { printer: 'nope', flow: undefined },
+      { printer: 'd2', flow: 'f' }, { printer: 'd3', flow: undefined }];
+    const one = await Promise.all(asked.map((a) => submitTarget(t.db, a.printer, a.flow)));
+    expect(await submitTargets(t.db, asked)).toEqual(one);
+    expect(one).toEqual([{ target: 'd1', flow: 'f', flowExists: true }, { target: 'd2', flow: 'gone', flowExists: false }, { target: 'd1', flow: null, flowExists: false },
+      undefined, { target: 'd2', flow: 'f', flowExists: true }, { target: 'd1', flow: null, flowExists: false }]);
+  });
+
+  it('a shared statement leaves out a submission whose printer was redirected since it was looked up, and inserts the others', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection) VALUES ('c1', 'file:///tmp/c1'), ('c2', 'file:///tmp/c2'), ('c3', 'file:///tmp/c3')`);
+    await t.db.query(`UPDATE printers SET redirect = 'c3' WHERE name = 'c2'`);
+    await t.db.query(`UPDATE printers SET flow = 'f' WHERE name = 'c1'`);
+    const item = (sentTo: string, target: string, flow: { ownFlow: boolean; flow: string | null; checkFlow: boolean } = { ownFlow: false, flow: null, checkFlow: false }) => ({
+      sentTo, target, ...flow, logStart: `to ${target}`, document: Buffer.from(sentTo), wakeJobId: jobIdFor('print.dispatch', { printer: target }),
+      job: { creator: 'e', owner: null, name: sentTo, fileName: null, mimeType: 'text/plain', size: 2, sha256: 'x',
+        copies: 1, priority: 50, checkin: { type: 'api' }, task: null, retentionSec: null },
+    });
+    // c2 was looked up before its redirect: its chain ends at c3 now, not c2; an unknown printer and an unknown flow insert nothing
+    const [a, b, c, d, e, f] = await insertMany(deps.outbox, t.db, [item('c1', 'c1'), item('c2', 'c2'), item('c2', 'c3'),
+      item('c1', 'c1', { ownFlow: true, flow: null, checkFlow: true }), item('nope', 'nope'), item('c3', 'c3', { ownFlow: false, flow: 'gone', checkFlow: true })]);
+    expect(a).toMatchObject({ printer: 'c1', redirected_from: null, flow: null, status: 'waitprocessing' });
+    expect(b).toBeUndefined();
+    expect(c).toMatchObject({ printer: 'c3', redirected_from: 'c2' });
+    expect((await inlineDocument(t.db, c!.id))?.toString()).toBe('c2');
+    expect((await jobLog(t.db, Number(c!.id))).map((l) => l.text)).toEqual(['to c3 (sent to "c2", redirected) -> waitprocessing']);
+    // the printer's own flow, from the statement's lookup
+    expect(d).toMatchObject({ printer: 'c1', flow: 'f', status: 'waitpreprocessing' });
+    expect((await jobLog(t.db, Number(d!.id))).map((l) => l.text)).toEqual(['to c1 -> waitpreprocessing']);
+    expect([e, f]).toEqual([undefined, undefined]);
+    expect((await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM print_jobs WHERE printer IN ('c1', 'c2', 'c3')`)).rows[0]!.n).toBe(3);
   });
 
   it('refuses an unknown printer or flow, and an oversized document, storing nothing', async () => {
