@@ -79,6 +79,8 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
  */
 export function jobListWriter() {
   const json = compactJson();
+  // a `c` piece's text (`c{"type": "api"}`) -> its compact bytes, for expandAscii; bounded like compactJson
+  const compactBytes = new Map<string, Buffer>();
   const expand = (page: string): string => {
     const parts = page.split(LISTING_MARK);
     for (let i = 1; i < parts.length; i += 2) {
@@ -91,7 +93,7 @@ export function jobListWriter() {
   return (page: string, total?: number): string | Buffer => {
     if (!page.includes(LISTING_MARK)) return total === undefined ? page : `{"results":${page},"totalCount":${total}}`;
     if (total === undefined) {
-      const bytes = expandAscii(page, json);
+      const bytes = expandAscii(page, json, compactBytes);
       if (bytes) return bytes;
     }
     const list = expand(page);
@@ -108,7 +110,7 @@ export function jobListWriter() {
  * would overtake the text not yet read (timestamps without a fraction grow by
  * two bytes), or the page is not ASCII, undefined: the caller takes the text path.
  */
-function expandAscii(page: string, json: (text: string) => string): Buffer | undefined {
+function expandAscii(page: string, json: (text: string) => string, compact: Map<string, Buffer>): Buffer | undefined {
   const n = page.length;
   // ASCII (every character one UTF-8 byte) is then its Latin-1 bytes, copied rather than encoded
   if (Buffer.byteLength(page, 'utf8') !== n) return undefined;
@@ -125,26 +127,33 @@ function expandAscii(page: string, json: (text: string) => string): Buffer | und
     const a = i + 2;
     const len = j - a;
     if (kind === 116 /* t */ && (len === 19 || (len >= 21 && len <= 26 && page.charCodeAt(a + 19) === 46)) && page.charCodeAt(a + 10) === 32) {
-      // `YYYY-MM-DD HH:MI:SS[.f…]` as `YYYY-MM-DDTHH:MI:SS.fffZ` (isoOfText's fast path); the digits of the fraction read from the text
+      // `YYYY-MM-DD HH:MI:SS[.f…]` as `YYYY-MM-DDTHH:MI:SS.fffZ` (isoOfText's fast path): moved down (w < a, as
+      // memmove) up to the third digit of the fraction, a `T` for the space, zeros for missing digits, `Z`
       if (w + 24 > r) return undefined;
-      buf.copyWithin(w, a, a + 19); // w < a: moved down, as memmove
+      buf.copyWithin(w, a, len > 23 ? a + 23 : j);
       buf[w + 10] = 84; // T
-      buf[w + 19] = 46; // .
-      for (let k = 20; k < 23; k++) buf[w + k] = a + k < j ? page.charCodeAt(a + k) : 48;
+      if (len < 23) {
+        if (len === 19) buf[w + 19] = 46; // .
+        for (let k = len === 19 ? 20 : len; k < 23; k++) buf[w + k] = 48;
+      }
       buf[w + 23] = 90; // Z
       w += 24;
       continue;
     }
     const piece = page.slice(i + 1, j);
-    const out = kind === 116 ? isoOfText(piece) : kind === 115 ? stagesJson(piece.slice(1)) : json(piece.slice(1));
-    const m = out.length;
-    if (w + m > r) return undefined;
-    for (let k = 0; k < m; k++) {
-      const c = out.charCodeAt(k);
-      if (c > 127) return undefined;
-      buf[w + k] = c;
+    let bytes = kind === 99 /* c */ ? compact.get(piece) : undefined;
+    if (bytes === undefined) {
+      const out = kind === 116 ? isoOfText(piece) : kind === 115 ? stagesJson(piece.slice(1)) : json(piece.slice(1));
+      bytes = Buffer.from(out, 'utf8');
+      if (bytes.length !== out.length) return undefined;
+      if (kind === 99) {
+        if (compact.size >= 1000) compact.clear();
+        compact.set(piece, bytes);
+      }
     }
-    w += m;
+    if (w + bytes.length > r) return undefined;
+    buf.set(bytes, w);
+    w += bytes.length;
   }
   if (w !== r) buf.copyWithin(w, r, n);
   w += n - r;
