@@ -125,6 +125,8 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
       const listed = write((await listJobs(t.db, q, undefined, defaults)).page);
       expect(listed).toBe(JSON.stringify([presentJob(row, defaults)]));
       expect(JSON.parse(listed)[0]).toMatchObject({ created: expected, updated: expected, finished: expected, nextAttempt: expected });
+      // an ASCII page whose timestamps have a fraction is rewritten in place (present.ts expandAscii), not as text
+      if (at === '2024-01-01 00:00:00.123Z') expect(Buffer.isBuffer(jobListWriter()((await listJobs(t.db, q, undefined, defaults)).page))).toBe(true);
     }
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
