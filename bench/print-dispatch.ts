@@ -12,7 +12,8 @@
  *   submitted with the printers paused, which is timed as well: submission
  *   alone.
  *
- * Besides jobs/s, CPU per job of this process (/proc/self/stat) and of the
+ * Besides jobs/s, the share of the phase this process's event loop was busy, the
+ * mean time from sending a statement to its answer per kind, and CPU per job of this process (/proc/self/stat) and of the
  * engine's PostgreSQL backends (application_name = the bench's schema), which
  * move less with the machine's load than the rates do.
  *
@@ -139,9 +140,28 @@ pg.Client.prototype.query = function (this: pg.Client, ...a: unknown[]) {
     const text = typeof q === 'string' ? q : (q as { text?: string } | undefined)?.text ?? '';
     const kind = statementKind(text);
     sent.set(kind, (sent.get(kind) ?? 0) + 1);
+    const t0 = performance.now();
+    const done = () => waited.set(kind, (waited.get(kind) ?? 0) + performance.now() - t0);
+    // pg.Pool#query passes a callback
+    const cb = a[a.length - 1];
+    if (typeof cb === 'function') {
+      a[a.length - 1] = (...r: unknown[]) => {
+        done();
+        return (cb as (...r: unknown[]) => unknown)(...r);
+      };
+      return clientQuery.apply(this, a);
+    }
+    const r = clientQuery.apply(this, a);
+    // the time from sending to the answer (queueing on the connection included), summed per kind
+    if (r && typeof (r as Promise<unknown>).then === 'function') {
+      (r as Promise<unknown>).then(done, done);
+    }
+    return r;
   }
   return clientQuery.apply(this, a);
 } as never;
+/** Milliseconds between sending a statement and its answer, summed per kind. */
+const waited = new Map<string, number>();
 const kinds = new Map<string, string>();
 /** A statement's kind, kept per text (the engine's texts are constants; only this bench's measurement pays for the regular expressions). */
 function statementKind(text: string): string {
@@ -160,16 +180,21 @@ function kindOf(text: string): string {
   const lock = /pg_advisory_xact_lock/.test(t) ? ' lock' : '';
   return `${head}${writes ? ` ${writes}` : ''}${lock}`;
 }
-const sentSnapshot = () => new Map(sent);
-const sentPerJob = (before: Map<string, number>) => {
+const sentSnapshot = () => ({ sent: new Map(sent), waited: new Map(waited) });
+const sentPerJob = (before: ReturnType<typeof sentSnapshot>) => {
   const out: Record<string, number> = {};
+  const latency: Record<string, number> = {};
   let total = 0;
   for (const [k, v] of sent) {
-    const d = v - (before.get(k) ?? 0);
-    if (d > 0) out[k] = Math.round((d / JOBS) * 1000) / 1000;
+    const d = v - (before.sent.get(k) ?? 0);
+    if (d > 0) {
+      out[k] = Math.round((d / JOBS) * 1000) / 1000;
+      // mean ms from send to answer for this kind
+      latency[k] = Math.round((((waited.get(k) ?? 0) - (before.waited.get(k) ?? 0)) / d) * 100) / 100;
+    }
     total += d;
   }
-  return { total: Math.round((total / JOBS) * 1000) / 1000, byKind: out };
+  return { total: Math.round((total / JOBS) * 1000) / 1000, byKind: out, msPerStatement: latency };
 };
 /** Row operations in the bench's schema (pg_stat_user_tables), per job. */
 async function tupleCounts(db: pg.Client | undefined, schema: string): Promise<Map<string, number>> {
@@ -199,10 +224,13 @@ const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: str
   const tuples0 = await tupleCounts(pgApp?.db, pgApp?.name ?? '');
   const cpu = machineCpu();
   const own0 = procCpuSeconds(process.pid) ?? NaN;
+  const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   await (phase ? profiled(phase, fn) : fn());
   const s = (performance.now() - t0) / 1000;
   const own1 = procCpuSeconds(process.pid) ?? NaN;
+  // the share of the phase this process's event loop was busy (the engine and the submitting clients share it)
+  const eventLoop = performance.eventLoopUtilization(performance.eventLoopUtilization(), elu0).utilization;
   const pgSeconds = await meter.stop();
   const statements = sentPerJob(sent0);
   // an idle backend reports its row counts within 10 s (PGSTAT_IDLE_INTERVAL)
@@ -210,7 +238,7 @@ const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: str
   const tuples = tuplesPerJob(tuples0, await tupleCounts(pgApp?.db, pgApp?.name ?? ''));
   return {
     statementsPerJob: statements, tuplesPerJob: tuples,
-    seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()),
+    seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()), eventLoop,
     nodeCpuMsPerJob: ((own1 - own0) * 1000) / JOBS,
     pgCpuMsPerJob: pgApp ? (pgSeconds * 1000) / JOBS : 0,
   };
@@ -339,6 +367,8 @@ console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond
 console.log(`engine submissions with the printers paused: ${fmt(e.submitOnly.perSecond, 0)} jobs/s, Node CPU ${fmt(e.submitOnly.nodeCpuMsPerJob, 2)} ms/job, PG CPU ${fmt(e.submitOnly.pgCpuMsPerJob, 2)} ms/job`);
 for (const [phase, r] of [['end to end', e.e2e], ['submission alone', e.submitOnly], ['drain', e.drain]] as const) {
   console.log(`engine ${phase}: statements per job ${r.statementsPerJob.total} ${JSON.stringify(r.statementsPerJob.byKind)}`);
+  console.log(`engine ${phase}: event loop busy ${fmt(r.eventLoop * 100, 0)} % of the phase`);
+  console.log(`engine ${phase}: ms from send to answer per statement ${JSON.stringify(r.statementsPerJob.msPerStatement)}`);
   if (args.rows === 'on') console.log(`engine ${phase}: rows per job ${JSON.stringify(r.tuplesPerJob)}`);
 }
 console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${f.maxPerPrinter})`);
