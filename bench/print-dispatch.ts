@@ -12,7 +12,8 @@
  *   submitted with the printers paused, which is timed as well: submission
  *   alone.
  *
- * Besides jobs/s, CPU per job of this process (/proc/self/stat) and of the
+ * Besides jobs/s, the share of the phase this process's event loop was busy, the
+ * mean time from sending a statement to its answer per kind, and CPU per job of this process (/proc/self/stat) and of the
  * engine's PostgreSQL backends (application_name = the bench's schema), which
  * move less with the machine's load than the rates do.
  *
@@ -139,9 +140,28 @@ pg.Client.prototype.query = function (this: pg.Client, ...a: unknown[]) {
     const text = typeof q === 'string' ? q : (q as { text?: string } | undefined)?.text ?? '';
     const kind = statementKind(text);
     sent.set(kind, (sent.get(kind) ?? 0) + 1);
+    const t0 = performance.now();
+    const done = () => waited.set(kind, (waited.get(kind) ?? 0) + performance.now() - t0);
+    // pg.Pool#query passes a callback
+    const cb = a[a.length - 1];
+    if (typeof cb === 'function') {
+      a[a.length - 1] = (...r: unknown[]) => {
+        done();
+        return (cb as (...r: unknown[]) => unknown)(...r);
+      };
+      return clientQuery.apply(this, a);
+    }
+    const r = clientQuery.apply(this, a);
+    // the time from sending to the answer (queueing on the connection included), summed per kind
+    if (r && typeof (r as Promise<unknown>).then === 'function') {
+      (r as Promise<unknown>).then(done, done);
+    }
+    return r;
   }
   return clientQuery.apply(this, a);
 } as never;
+/** Milliseconds between sending a statement and its answer, summed per kind. */
+const waited = new Map<string, number>();
 const kinds = new Map<string, string>();
 /** A statement's kind, kept per text (the engine's texts are constants; only this bench's measurement pays for the regular expressions). */
 function statementKind(text: string): string {
@@ -160,16 +180,21 @@ function kindOf(text: string): string {
   const lock = /pg_advisory_xact_lock/.test(t) ? ' lock' : '';
   return `${head}${writes ? ` ${writes}` : ''}${lock}`;
 }
-const sentSnapshot = () => new Map(sent);
-const sentPerJob = (before: Map<string, number>) => {
+const sentSnapshot = () => ({ sent: new Map(sent), waited: new Map(waited) });
+const sentPerJob = (before: ReturnType<typeof sentSnapshot>) => {
   const out: Record<string, number> = {};
+  const latency: Record<string, number> = {};
   let total = 0;
   for (const [k, v] of sent) {
-    const d = v - (before.get(k) ?? 0);
-    if (d > 0) out[k] = Math.round((d / JOBS) * 1000) / 1000;
+    const d = v - (before.sent.get(k) ?? 0);
+    if (d > 0) {
+      out[k] = Math.round((d / JOBS) * 1000) / 1000;
+      // mean ms from send to answer for this kind
+      latency[k] = Math.round((((waited.get(k) ?? 0) - (before.waited.get(k) ?? 0)) / d) * 100) / 100;
+    }
     total += d;
   }
-  return { total: Math.round((total / JOBS) * 1000) / 1000, byKind: out };
+  return { total: Math.round((total / JOBS) * 1000) / 1000, byKind: out, msPerStatement: latency };
 };
 /** Row operations in the bench's schema (pg_stat_user_tables), per job. */
 async function tupleCounts(db: pg.Client | undefined, schema: string): Promise<Map<string, number>> {
@@ -191,6 +216,15 @@ const tuplesPerJob = (a: Map<string, number>, b: Map<string, number>) => {
   return out;
 };
 
+/** Redis's CPU seconds so far (INFO cpu: the whole server, so other users of this Redis count too). */
+const redisInfo = new Redis(REDIS_URL, { lazyConnect: true });
+async function redisCpuSeconds(): Promise<number> {
+  if (redisInfo.status === 'wait') await redisInfo.connect();
+  const info = await redisInfo.info('cpu');
+  const num = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return num('used_cpu_user') + num('used_cpu_sys');
+}
+
 /** Wall time, rate, machine-wide busy cores, and CPU per job of this process and of the engine's PostgreSQL backends. */
 const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: string }, phase?: string) => {
   const meter = pgCpuMeter(pgApp?.db, pgApp?.name ?? '');
@@ -199,10 +233,15 @@ const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: str
   const tuples0 = await tupleCounts(pgApp?.db, pgApp?.name ?? '');
   const cpu = machineCpu();
   const own0 = procCpuSeconds(process.pid) ?? NaN;
+  const redis0 = await redisCpuSeconds();
+  const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   await (phase ? profiled(phase, fn) : fn());
   const s = (performance.now() - t0) / 1000;
   const own1 = procCpuSeconds(process.pid) ?? NaN;
+  const redis1 = await redisCpuSeconds();
+  // the share of the phase this process's event loop was busy (the engine and the submitting clients share it)
+  const eventLoop = performance.eventLoopUtilization(performance.eventLoopUtilization(), elu0).utilization;
   const pgSeconds = await meter.stop();
   const statements = sentPerJob(sent0);
   // an idle backend reports its row counts within 10 s (PGSTAT_IDLE_INTERVAL)
@@ -210,8 +249,9 @@ const timed = async (fn: () => Promise<void>, pgApp?: { db: pg.Client; name: str
   const tuples = tuplesPerJob(tuples0, await tupleCounts(pgApp?.db, pgApp?.name ?? ''));
   return {
     statementsPerJob: statements, tuplesPerJob: tuples,
-    seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()),
+    seconds: s, perSecond: JOBS / s, cores: busyCores(cpu, machineCpu()), eventLoop,
     nodeCpuMsPerJob: ((own1 - own0) * 1000) / JOBS,
+    redisCpuMsPerJob: ((redis1 - redis0) * 1000) / JOBS,
     pgCpuMsPerJob: pgApp ? (pgSeconds * 1000) / JOBS : 0,
   };
 };
@@ -334,13 +374,17 @@ printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'machine bu
   ['drain', fmt(e.drain.perSecond, 0), fmt(f.drain.perSecond, 0), fmt(e.drain.perSecond / f.drain.perSecond, 2), `${fmt(e.drain.cores)} / ${fmt(f.drain.cores)}`,
     fmt(e.drain.nodeCpuMsPerJob, 2), fmt(e.drain.pgCpuMsPerJob, 2), fmt(f.drain.nodeCpuMsPerJob, 2)],
 ]);
+if (b) console.log(`bare Redis CPU ms/job: end to end ${fmt(b.e2e.redisCpuMsPerJob, 3)}, drain ${fmt(b.drain.redisCpuMsPerJob, 3)}`);
 console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
 console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, statement, outbox)`);
 console.log(`engine submissions with the printers paused: ${fmt(e.submitOnly.perSecond, 0)} jobs/s, Node CPU ${fmt(e.submitOnly.nodeCpuMsPerJob, 2)} ms/job, PG CPU ${fmt(e.submitOnly.pgCpuMsPerJob, 2)} ms/job`);
 for (const [phase, r] of [['end to end', e.e2e], ['submission alone', e.submitOnly], ['drain', e.drain]] as const) {
   console.log(`engine ${phase}: statements per job ${r.statementsPerJob.total} ${JSON.stringify(r.statementsPerJob.byKind)}`);
+  console.log(`engine ${phase}: event loop busy ${fmt(r.eventLoop * 100, 0)} % of the phase; Redis CPU ${fmt(r.redisCpuMsPerJob, 3)} ms/job`);
+  console.log(`engine ${phase}: ms from send to answer per statement ${JSON.stringify(r.statementsPerJob.msPerStatement)}`);
   if (args.rows === 'on') console.log(`engine ${phase}: rows per job ${JSON.stringify(r.tuplesPerJob)}`);
 }
 console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${f.maxPerPrinter})`);
 console.log(JSON.stringify({ bench: 'print-dispatch', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
+redisInfo.disconnect();
 process.exit(0);

@@ -22,7 +22,8 @@ interface Waiting<I, R> {
  * callers (jobs, requests). While `maxInFlight` statements of the kind are
  * running, the requests that come in wait and then go together as one
  * statement (at most `maxBatch`, one per key); a lone request goes at once on
- * its own, so an idle process adds no delay, and a busy one pays one round
+ * its own (with `gatherTurn`, at the end of the event loop's turn), so an
+ * idle process adds no delay, and a busy one pays one round
  * trip, one executor start and one synchronous commit per batch instead of
  * per request. Each request keeps its own guards inside the statement
  * (`many` answers per request). When a statement of several fails, each of
@@ -36,16 +37,37 @@ export class MicroBatcher<I, R> {
   private waiting: Waiting<I, R>[] = [];
   private inFlight = 0;
 
+  private gathering = false;
+
+  /**
+   * `gatherTurn`: a request that finds no statement in flight does not go at
+   * once but at the end of the event loop's turn (`setImmediate`), with the
+   * requests that the same turn's I/O callbacks made (answers of the previous
+   * statement, devices' acknowledgements): microseconds of delay, where
+   * otherwise the first of them went alone and the others waited a whole
+   * statement for the next one.
+   */
   constructor(
     private readonly ops: BatchOps<I, R>,
     private readonly maxInFlight = 2,
     private readonly maxBatch = 64,
+    private readonly opts: { gatherTurn?: boolean } = {},
   ) {}
 
   /** `item`'s answer, from a statement of its own or shared with others that came at about the same time. */
   run(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
+      if (this.opts.gatherTurn && this.inFlight === 0) this.pumpAtEndOfTurn();
+      else this.pump();
+    });
+  }
+
+  private pumpAtEndOfTurn(): void {
+    if (this.gathering) return;
+    this.gathering = true;
+    setImmediate(() => {
+      this.gathering = false;
       this.pump();
     });
   }

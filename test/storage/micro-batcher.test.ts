@@ -30,6 +30,21 @@ describe('MicroBatcher', () => {
     expect(r.calls).toEqual([['a1'], ['b1', 'a2', 'c1'], ['d1', 'e1']]);
   });
 
+  it('gatherTurn: requests made in one turn of the event loop go together even when nothing is in flight; a lone one still goes in that turn', async () => {
+    const r = recorder();
+    const b = new MicroBatcher({ many: r.many, key: (s: string) => s[0]! }, 1, 64, { gatherTurn: true });
+    const items = ['a1', 'b1', 'a2', 'c1'];
+    expect(await Promise.all(items.map((i) => b.run(i)))).toEqual(items.map((i) => i.toUpperCase()));
+    // without gatherTurn: ['a1'], then the rest; with it, the first statement takes all it may (one per key)
+    expect(r.calls).toEqual([['a1', 'b1', 'c1'], ['a2']]);
+    // a lone request is not held past the turn's end (setImmediate)
+    const t0 = performance.now();
+    let sentAt = 0;
+    const lone = new MicroBatcher({ many: async (xs: readonly string[]) => { sentAt = performance.now(); return xs.map((x) => x); } }, 1, 64, { gatherTurn: true });
+    expect(await lone.run('z')).toBe('z');
+    expect(sentAt - t0).toBeLessThan(50);
+  });
+
   it('a statement of several that fails is tried again one by one: only the request that fails alone is refused', async () => {
     const r = recorder((items) => items.includes('bad'));
     const b = new MicroBatcher({ many: r.many }, 1);

@@ -143,7 +143,9 @@ export async function insertMany(outbox: Outbox, sql: Sql, items: readonly JobTo
  * printer lookups before the documents are read (`submitTargets`);
  * `inserts`: the jobs (`insertJobsStatement`: one round trip, one executor
  * start and one synchronous commit for all of them, one wake-up per
- * printer). A lone submission goes at once as its own statement. Each
+ * printer). A lone submission goes as its own statement at the end of the
+ * event loop's turn (`gatherTurn`: with the submissions that turn's I/O
+ * started; the answers of one statement start the clients' next ones). Each
  * submission's answer (its 201) still comes only after the statement that
  * stored it committed.
  */
@@ -159,9 +161,9 @@ function batchesOf(deps: SubmitDeps): Batches {
   if (!b) {
     const { outbox, db } = deps;
     b = {
-      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, 1),
+      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, 1, 64, { gatherTurn: true }),
       // a lone submission too goes as insertJobsStatement (it also does the lookup)
-      inserts: new MicroBatcher({ many: (items) => insertMany(outbox, db, items) }, 1),
+      inserts: new MicroBatcher({ many: (items) => insertMany(outbox, db, items) }, 1, 64, { gatherTurn: true }),
     };
     byDb.set(db, b);
   }

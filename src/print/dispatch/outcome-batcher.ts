@@ -10,8 +10,10 @@ type Result = { delivered: boolean; next?: NextStep };
  * for its outcome and next hand-off here; while `maxInFlight` such
  * statements are running, the requests that come in wait and then go
  * together as one statement (`deliveredAndNextMany`), at most one per
- * printer and `maxBatch` in all. A lone request goes at once on its own
- * (`deliveredAndNext`), so an idle engine adds no delay. Every hand-off in a
+ * printer and `maxBatch` in all. A lone request goes on its own
+ * (`deliveredAndNext`) at the end of the event loop's turn (`gatherTurn`:
+ * with the acknowledgements of the same turn), so an idle engine adds no
+ * delay. Every hand-off in a
  * batch is committed before any of its runs sends a byte, exactly as with
  * one statement per job.
  */
@@ -24,7 +26,7 @@ export class OutcomeBatcher {
       one: (d) => deliveredAndNext(sql, d.job, d.message, d.touchPrinter),
       // two runs of one printer take turns, as they do under its lock
       key: (d) => d.job.printer,
-    }, maxInFlight, maxBatch);
+    }, maxInFlight, maxBatch, { gatherTurn: true });
   }
 
   /** The outcome of `item` recorded and the printer's next job handed off (or not: `next` undefined). */
