@@ -53,7 +53,7 @@ export class ActionService {
         return requests.map((_, i) => byN.get(i + 1));
       },
       key: (r) => r.tid,
-    }, 1); // one in flight, the rest wait and go together (as ItemRunner's batchers)
+    }, 1, 64, { gatherTurn: true }); // one in flight, the rest wait and go together (as ItemRunner's batchers)
   }
 
   async act(p: Principal, sid: string, tid: string, action: TaskAction): Promise<void> {

@@ -38,8 +38,8 @@ export class ItemRunner {
   constructor(private readonly d: RunnerDeps) {
     // one statement of each kind in flight: the rest wait and go together (measured against two in flight:
     // fewer, larger statements cost less CPU per task on both sides; docs/benchmarks.md)
-    this.chunks = new MicroBatcher({ many: (refs) => store.chunkItems(d.db, refs) }, 1);
-    this.finals = new MicroBatcher({ many: (reports) => store.writeFinalReports(d.db, reports), key: (r) => r.tid }, 1);
+    this.chunks = new MicroBatcher({ many: (refs) => store.chunkItems(d.db, refs) }, 1, 64, { gatherTurn: true });
+    this.finals = new MicroBatcher({ many: (reports) => store.writeFinalReports(d.db, reports), key: (r) => r.tid }, 1, 64, { gatherTurn: true });
   }
 
   async run(job: JobData<'task.items'>, ctx: JobContext): Promise<void> {
