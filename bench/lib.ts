@@ -420,7 +420,8 @@ export function pgCpuMeter(db: pg.Client | undefined, appName: string) {
     started = true;
     while (!stopped) {
       await new Promise((r) => setTimeout(r, 200));
-      await sample();
+      // a run that failed closes its client without stopping the meter: end quietly, so the run's own error is the one shown
+      if (!(await sample().then(() => true, () => false))) return;
     }
   })();
   return {
