@@ -30,6 +30,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -138,6 +139,26 @@ if (args['count-sql']) {
     }
     return emit.call(this, event, ...a);
   } as typeof http.Server.prototype.emit;
+  // socket writes (one write or writev system call each, unless the kernel takes part of it) and reads
+  // (chunks pushed into the socket's stream) by peer: PostgreSQL, Redis, or an HTTP client of this server
+  const writes: Record<string, number> = {};
+  const reads: Record<string, number> = {};
+  const peerOf = (s: net.Socket): string => (s.remotePort === 5432 ? 'postgres' : s.remotePort === 6379 ? 'redis' : s.remotePort === undefined ? 'other' : 'http');
+  const proto = net.Socket.prototype as unknown as { _writeGeneric: (...a: unknown[]) => unknown; push: (...a: unknown[]) => boolean };
+  const writeGeneric = proto._writeGeneric;
+  proto._writeGeneric = function (this: net.Socket, ...a: unknown[]) {
+    const k = peerOf(this);
+    writes[k] = (writes[k] ?? 0) + 1;
+    return writeGeneric.apply(this, a);
+  };
+  const push = proto.push;
+  proto.push = function (this: net.Socket, ...a: unknown[]) {
+    if (a[0] !== null) {
+      const k = peerOf(this);
+      reads[k] = (reads[k] ?? 0) + 1;
+    }
+    return push.apply(this, a);
+  };
   process.on('SIGUSR2', () => {
     const now = performance.eventLoopUtilization(elu);
     writeFileSync(file, JSON.stringify({
@@ -145,6 +166,7 @@ if (args['count-sql']) {
       millis: Object.fromEntries(millis),
       gaps: Object.fromEntries(gaps),
       requests: { ...requests },
+      sockets: { writes: { ...writes }, reads: { ...reads } },
       // the histogram holds the intervals between the 5 ms timer's runs: minus 5 ms, how late it ran
       eventLoop: {
         utilization: now.utilization, delayP50Ms: delay.percentile(50) / 1e6 - 5, delayP99Ms: delay.percentile(99) / 1e6 - 5, delayMaxMs: delay.max / 1e6 - 5,
@@ -153,6 +175,8 @@ if (args['count-sql']) {
     counts.clear();
     millis.clear();
     gaps.clear();
+    for (const k of Object.keys(writes)) delete writes[k];
+    for (const k of Object.keys(reads)) delete reads[k];
     requests.n = 0;
     requests.ms = 0;
     lastDone.clear();

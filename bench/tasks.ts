@@ -149,6 +149,8 @@ interface SqlCounts {
   gaps: Record<string, number>;
   /** HTTP requests the server answered, and their summed time from its 'request' event to the response's 'finish'. */
   requests: { n: number; ms: number };
+  /** Socket writes (calls of the socket's write path) and reads (chunks received) by peer: postgres, redis, http. */
+  sockets?: { writes: Record<string, number>; reads: Record<string, number> };
   eventLoop: { utilization: number; delayP50Ms: number; delayP99Ms: number; delayMaxMs: number };
 }
 
@@ -309,6 +311,10 @@ if (ours.sql) {
     if (count / n >= 0.01) {
       console.log(`  ${fmt(count / n, 2).padStart(6)}  ${fmt((millis[text] ?? 0) / count, 2).padStart(6)} ms  ${fmt((gaps[text] ?? 0) / count, 2).padStart(6)} ms  ${text}`);
     }
+  }
+  if (ours.sql.sockets) {
+    const per = (r: Record<string, number>) => Object.entries(r).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${fmt(v / n, 2)}`).join(', ');
+    console.log(`socket writes per task: ${per(ours.sql.sockets.writes)}; reads (chunks received) per task: ${per(ours.sql.sockets.reads)}`);
   }
   console.log(`server event loop over the timed part: ${fmt(eventLoop.utilization * 100, 0)} % busy, a 5 ms timer late by p50 ${fmt(eventLoop.delayP50Ms, 1)} ms, p99 ${fmt(eventLoop.delayP99Ms, 1)} ms, max ${fmt(eventLoop.delayMaxMs, 1)} ms`);
 }

@@ -168,24 +168,29 @@ export class OutboxRelay implements LocalRelay {
    */
   private async enqueue(rows: OutboxRow[]): Promise<number> {
     const done: number[] = [];
-    const valid: OutboxRow[] = [];
-    for (const row of rows) {
-      // a job this version does not know is left claimed for a relay that does (the lease expires)
-      if (!Object.hasOwn(JOBS, row.name)) continue;
-      try {
-        parseJob(row.name as JobName, row.data as never);
-        valid.push(row);
-      } catch (err) {
-        if (!(err instanceof InvalidJobError)) throw err;
-        // cannot succeed on any attempt: drop it rather than block the rows behind it
-        this.log.error({ err, id: row.id, name: row.name }, 'outbox row with an invalid payload dropped');
-        done.push(row.id);
-      }
-    }
+    // a job this version does not know is left claimed for a relay that does (the lease expires)
+    let valid = rows.filter((row) => Object.hasOwn(JOBS, row.name));
     let failed: number[] = [];
+    const enqueue = () => this.queue.enqueueMany(valid.map((r) => ({ name: r.name, data: r.data }) as EnqueueRequest), { timeoutMs: this.opts.enqueueTimeoutMs });
     if (valid.length > 0) {
       try {
-        await this.queue.enqueueMany(valid.map((r) => ({ name: r.name, data: r.data }) as EnqueueRequest), { timeoutMs: this.opts.enqueueTimeoutMs });
+        // enqueueMany validates every payload before Redis sees any: only when one is invalid are they judged one by one
+        await enqueue().catch(async (err: unknown) => {
+          if (!(err instanceof InvalidJobError)) throw err;
+          valid = valid.filter((row) => {
+            try {
+              parseJob(row.name as JobName, row.data as never);
+              return true;
+            } catch (invalid) {
+              if (!(invalid instanceof InvalidJobError)) throw invalid;
+              // cannot succeed on any attempt: drop it rather than block the rows behind it
+              this.log.error({ err: invalid, id: row.id, name: row.name }, 'outbox row with an invalid payload dropped');
+              done.push(row.id);
+              return false;
+            }
+          });
+          if (valid.length > 0) await enqueue();
+        });
         done.push(...valid.map((r) => r.id));
       } catch (err) {
         failed = valid.map((r) => r.id);

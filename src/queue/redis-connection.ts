@@ -27,6 +27,34 @@ export function connectionOf(url: string): ConnectionOptions {
   return { url, maxRetriesPerRequest: null, enableOfflineQueue: true };
 }
 
+/**
+ * Has the connection send the commands of one turn of the event loop in one
+ * socket write: the first command of a turn corks the socket, and it is
+ * uncorked on `process.nextTick`, after the turn's callbacks and promise
+ * continuations. When a batch of jobs finishes together (their final reports
+ * share one statement), each job's `moveToFinished` would otherwise be a write
+ * system call of its own, waking Redis each time. Only the writes are grouped:
+ * the commands go in the order they were sent, on the same connection, each
+ * with its own reply, so nothing BullMQ relies on changes (unlike ioredis'
+ * auto-pipelining, which defers some commands and not others).
+ */
+export function writePerTurn(redis: Redis): void {
+  const send = redis.sendCommand;
+  let corked = false;
+  redis.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+    const socket = this.stream as Redis['stream'] | undefined;
+    if (!corked && socket?.writable) {
+      corked = true;
+      socket.cork();
+      process.nextTick(() => {
+        corked = false;
+        socket.uncork();
+      });
+    }
+    return send.apply(this, args);
+  };
+}
+
 /** Resolves with the promise, or after `ms` (a close must not hang on a Redis that is gone). */
 export const within = (p: Promise<unknown>, ms: number): Promise<unknown> =>
   Promise.race([p.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);

@@ -1,9 +1,10 @@
+import { Redis } from 'ioredis';
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import {
   JOBS, QUEUE_NAMES, parseJob, InvalidJobError, PermanentJobError, RunAgainError,
   type JobContext, type JobHandlers, type JobName, type QueueName,
 } from './jobs.js';
-import { DEFAULT_LOCK_MS, MAX_STALLED_COUNT, connectionOf, outageLogger, within, type QueueOptions } from './redis-connection.js';
+import { DEFAULT_LOCK_MS, MAX_STALLED_COUNT, connectionOf, outageLogger, within, writePerTurn, type QueueOptions } from './redis-connection.js';
 
 /**
  * The workers of one process. Each handler gets an `AbortSignal` in its
@@ -79,6 +80,10 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
       connection: connectionOf(opts.url), prefix: opts.prefix, concurrency: concurrencyOf(opts.concurrency, queue), autorun: true,
       lockDuration, stalledInterval: lockDuration, maxStalledCount: MAX_STALLED_COUNT,
     });
+    // jobs that finish together (one shared final-report statement) hand their moveToFinished to Redis in one write
+    worker.getBackend().client.then((client) => {
+      if (client instanceof Redis) writePerTurn(client);
+    }, () => undefined);
     worker.on('completed', (job) => opts.onOutcome?.(queue, job.name, 'completed'));
     worker.on('failed', (job, err) => {
       if (!job) return;

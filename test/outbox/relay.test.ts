@@ -90,6 +90,25 @@ for (const [name, open] of drivers) {
       }
     });
 
+    it('a row whose payload is invalid (written past the outbox) is dropped; the valid rows of its batch still reach their queue', async () => {
+      const good = [uuid(), uuid()];
+      const bad = uuid();
+      await insertOutbox(db, 'command.run', `command.${good[0]}.run`, { cid: good[0], sid: 'store' }, null);
+      await insertOutbox(db, 'command.run', `command.${bad}.run`, { cid: bad, sid: 'store', extra: 1 }, null);
+      await insertOutbox(db, 'command.run', `command.${good[1]}.run`, { cid: good[1], sid: 'store' }, null);
+      const relay = new OutboxRelay(db, queue, log, { sweepMs: 60_000 });
+      await relay.start();
+      try {
+        for (const cid of good) await eventually(async () => ((await inRedis('commands', `command.${cid}.run`)) ? true : undefined), 10_000, 5);
+        await relay.idle();
+        expect(await outboxSize(db)).toBe(0);
+        expect(await inRedis('commands', `command.${bad}.run`)).toBe(false);
+        expect(relay.takesRows).toBe(true); // not taken for a Redis failure: no back-off
+      } finally {
+        await relay.stop();
+      }
+    });
+
     it('add validates the payload and writes nothing when it is invalid; the same job twice is stored once', async () => {
       await expect(db.transaction((tx) => outbox.add(tx, 'command.run', { cid: 'not-a-uuid', sid: 'store' }))).rejects.toBeInstanceOf(InvalidJobError);
       const cid = uuid();

@@ -70,7 +70,8 @@ export function mockTasks(o: MockTaskOptions): TasksFacet {
       }
       const fail = setting(item.metadata, 'fail');
       const rate = numberIn(setting(item.metadata, 'failRate'), 0, 1) ?? o.failRate;
-      const failed = (fail !== undefined && fail !== false && fail !== null && fail !== '') || draw(item) < rate;
+      // draw() is in [0, 1): with a fail rate of 0 (the default) no item falls under it, so it is not computed
+      const failed = (fail !== undefined && fail !== false && fail !== null && fail !== '') || (rate > 0 && draw(item) < rate);
       if (failed) {
         const message = typeof fail === 'string' ? fail : 'simulated failure';
         await ctx.report({ jobId, state: 'failed', outcome: 'failed', message }, countEffect(item));
