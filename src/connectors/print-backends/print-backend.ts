@@ -52,15 +52,6 @@ export interface PhysicalState {
 }
 
 /**
- * A connection to the device opened ahead of a delivery
- * (`PrintBackend.preconnect`): no byte of any job has gone over it.
- */
-export interface Preconnection {
-  /** Drops it unused; idempotent, and a no-op once a `send` took it. */
-  close(): void;
-}
-
-/**
  * One device behind a printer's `connection` URL (`ipp://`, `ipps://`,
  * `socket://host:9100`, `lpr://host/queue`, `file:///dir`).
  */
@@ -72,21 +63,8 @@ export interface PrintBackend {
    * its own once a byte has left: a failure after that is `uncertain`, and the
    * caller records it. Resolves when the device acknowledged the job; rejects
    * only with `PrintDeliveryError`. `signal` aborts a delivery in progress.
-   * `preconnected`: a connection this backend's `preconnect` opened, used
-   * instead of opening one (one that failed to open fails the send as its own
-   * connect would have; one the device closed meanwhile is replaced by a new
-   * connect, as nothing was sent over it); `send` takes it over either way.
    */
-  send(ticket: PrintTicket, content: Readable, signal: AbortSignal, preconnected?: Preconnection): Promise<Acknowledgement>;
-  /**
-   * Optional, for backends that open a connection per job (socket): starts
-   * opening the connection for a next `send` while the caller is busy with
-   * something else (dispatch records the previous job's outcome and hands off
-   * the next one meanwhile). Sends nothing, so a hand-off need not be
-   * committed before it; never throws (a failed connect surfaces in the
-   * `send` that takes it). The caller closes one it does not use.
-   */
-  preconnect?(signal: AbortSignal): Preconnection;
+  send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<Acknowledgement>;
   /** Probes the device (IPP Get-Printer-Attributes, TCP connect, directory writable); never throws. */
   checkPhysical(signal: AbortSignal): Promise<PhysicalState>;
 }

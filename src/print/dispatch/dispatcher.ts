@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { BlobStore } from '../../blobs/blob-store.js';
-import { PrintDeliveryError, type Acknowledgement, type PrintBackend, type PrintBackendContext, type Preconnection } from '../../connectors/print-backends/print-backend.js';
+import { PrintDeliveryError, type Acknowledgement, type PrintBackendContext } from '../../connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../connectors/print-backends/registry.js';
 import { AppError } from '../../errors/app-error.js';
 import { jobDocumentFile, openJobDocument } from '../../areas/print-jobs/job-document.js';
@@ -39,13 +39,6 @@ export interface DispatcherDeps {
 /** Wait before the n-th retry of a postponed job: base, 2 base, 4 base, ... up to max. */
 export const backoffMs = (attempts: number, retry: { baseMs: number; maxMs: number }) =>
   Math.min(retry.maxMs, retry.baseMs * 2 ** Math.min(30, Math.max(0, attempts - 1)));
-
-/** A connection to the printer's device opened while the last outcome was being recorded, for the job handed off with it. */
-interface Carried {
-  backend: PrintBackend;
-  connection: string;
-  pre: Preconnection;
-}
 
 /** How long after a run found its queue empty it looks once more (a job committed while the run was ending). */
 const TAIL_CHECK_MS = 250;
@@ -92,41 +85,28 @@ export class Dispatcher {
       if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
       return claimNext(tx, outbox, printer, { locked: true });
     });
-    // a connection opened for the next job while the last outcome was recorded: used by that job's delivery, closed otherwise
-    let carried: Carried | undefined;
-    try {
-      for (;;) {
-        if (carried && (step.kind !== 'deliver' || step.printer.connection !== carried.connection)) {
-          carried.pre.close();
-          carried = undefined;
-        }
-        if (ctx.signal.aborted) {
-          if (step.kind === 'deliver') await this.release(step.job);
-          ctx.signal.throwIfAborted();
-        }
-        switch (step.kind) {
-          case 'idle':
-            this.tailCheck(printer);
-            return;
-          case 'wait':
-            throw new RunAgainError(step.delayMs, `printer "${printer}" waits ${step.delayMs} ms for job ${step.job.id}`);
-          case 'preprocess':
-            await this.preprocess(step.job, ctx.signal);
-            step = await claim();
-            break;
-          case 'deliver': {
-            const taken = carried;
-            carried = undefined;
-            const after = await this.deliver(step.job, step.printer, ctx.signal, step.document, taken);
-            if ('retryInMs' in after) throw new RunAgainError(after.retryInMs, `printer "${printer}" unreachable; job ${step.job.id} retried in ${after.retryInMs} ms`);
-            step = after.next;
-            carried = after.carried;
-            break;
-          }
+    for (;;) {
+      if (ctx.signal.aborted) {
+        if (step.kind === 'deliver') await this.release(step.job);
+        ctx.signal.throwIfAborted();
+      }
+      switch (step.kind) {
+        case 'idle':
+          this.tailCheck(printer);
+          return;
+        case 'wait':
+          throw new RunAgainError(step.delayMs, `printer "${printer}" waits ${step.delayMs} ms for job ${step.job.id}`);
+        case 'preprocess':
+          await this.preprocess(step.job, ctx.signal);
+          step = await claim();
+          break;
+        case 'deliver': {
+          const after = await this.deliver(step.job, step.printer, ctx.signal, step.document);
+          if ('retryInMs' in after) throw new RunAgainError(after.retryInMs, `printer "${printer}" unreachable; job ${step.job.id} retried in ${after.retryInMs} ms`);
+          step = after.next;
+          break;
         }
       }
-    } finally {
-      carried?.pre.close();
     }
   }
 
@@ -205,16 +185,14 @@ export class Dispatcher {
    * transaction (one commit per job instead of two); when the printer was
    * unreachable, the job is postponed and the run waits `retryInMs`.
    */
-  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined,
-    carried?: Carried): Promise<{ retryInMs: number } | { next: NextStep; carried?: Carried }> {
+  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: NextStep }> {
     const { db, blobs } = this.deps;
     const stage = job.stages.find((s) => s.stage === 'preprocessed');
     const doc = stage ?? { size: Number(job.size), mimeType: job.mime_type };
     let ack: Acknowledgement | undefined;
     let failure: PrintDeliveryError | undefined;
-    let backend: PrintBackend | undefined;
     try {
-      backend = carried?.connection === printer.connection ? carried.backend : printBackendFor(printer.connection, { log: this.deps.log, ...this.deps.backend });
+      const backend = printBackendFor(printer.connection, { log: this.deps.log, ...this.deps.backend });
       // the flow's output is a blob; the submitted document may be stored with the job
       const content = stage ? blobs.reader(stage.sha256, stage.size) : await openJobDocument(db, blobs, job, document);
       ack = await backend.send({
@@ -225,32 +203,19 @@ export class Dispatcher {
         mimeType: doc.mimeType,
         copies: job.copies,
         size: doc.size,
-      }, content, signal, carried?.connection === printer.connection ? carried.pre : undefined);
+      }, content, signal);
     } catch (err) {
       if (err instanceof PrintDeliveryError) failure = err;
       else if (err instanceof AppError) failure = new PrintDeliveryError('refused', err.message, { cause: err });
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
-    } finally {
-      // unused when the send did not start (the document could not be opened) or went to another device
-      carried?.pre.close();
     }
     if (ack) {
-      // the next job most likely goes to the same device: its connection opens while the outcome statement runs
-      // (no byte goes out before the statement has committed that job's hand-off)
-      const pre = backend!.preconnect?.(signal);
-      let outcome: Awaited<ReturnType<OutcomeBatcher['deliveredAndNext']>>;
-      try {
-        // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
-        const touch = this.touchesPrinter(printer);
-        outcome = await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
-        if (outcome.delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
-        if (!outcome.delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
-      } catch (err) {
-        pre?.close();
-        throw err;
-      }
-      if (outcome.next) return { next: outcome.next, carried: pre && { backend: backend!, connection: printer.connection, pre } };
-      pre?.close();
+      // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
+      const touch = this.touchesPrinter(printer);
+      const { delivered, next } = await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
+      if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
+      if (!delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
+      if (next) return { next };
       return { next: await this.claimStepByStep(job.printer) };
     }
     return db.transaction(async (tx) => {

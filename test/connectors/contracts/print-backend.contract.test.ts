@@ -134,32 +134,6 @@ for (const type of PRINT_BACKEND_TYPES) {
       expect(down.message.length).toBeGreaterThan(0);
       expect(await kindOf(backend.send(ticket(), Readable.from([Buffer.from('x')]), never()))).toBe('not-delivered');
     });
-
-    it('preconnect (when the backend has it): sends nothing by itself; a send over it delivers once; closed unused, nothing arrives', async () => {
-      const { target, backend } = await make();
-      if (!backend.preconnect) return;
-      const unused = backend.preconnect(never());
-      await new Promise((r) => setTimeout(r, 50));
-      unused.close();
-      unused.close();
-      const pre = backend.preconnect(never());
-      await backend.send(ticket(), Readable.from([Buffer.from('over a connection opened ahead')]), never(), pre);
-      // taken by the send: closing it afterwards changes nothing
-      pre.close();
-      // closed before it connected
-      backend.preconnect(never()).close();
-      await new Promise((r) => setTimeout(r, 50));
-      expect((await target.received()).map(String)).toEqual(['over a connection opened ahead']);
-    });
-
-    it('preconnect to a device that is down: the send over it is not-delivered, as its own connect would be', async () => {
-      const { target, backend } = await make();
-      if (!backend.preconnect) return;
-      await target.takeDown();
-      const pre = backend.preconnect(never());
-      await new Promise((r) => setTimeout(r, 50));
-      expect(await kindOf(backend.send(ticket(), Readable.from([Buffer.from('x')]), never(), pre))).toBe('not-delivered');
-    });
   });
 }
 

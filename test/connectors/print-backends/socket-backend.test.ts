@@ -94,33 +94,4 @@ describe('socket print backend', () => {
     const ack = await printBackendFor(url, ctx).send(ticket, Readable.from([Buffer.from('%!PS\n')]), never);
     expect(ack.message).toMatch(/5 bytes sent/);
   });
-  it('a connection opened ahead that the device closed or reset before the send: nothing went over it; never uncertain', async () => {
-    for (const unkind of ['end', 'reset'] as const) {
-      const got: string[] = [];
-      let n = 0;
-      const url = await hostile((s) => {
-        if (n++ === 0) return unkind === 'end' ? s.end() : s.resetAndDestroy();
-        const chunks: Buffer[] = [];
-        s.on('data', (c: Buffer) => chunks.push(c));
-        s.on('end', () => {
-          got.push(Buffer.concat(chunks).toString());
-          s.end();
-        });
-      });
-      const backend = printBackendFor(url, ctx);
-      const pre = backend.preconnect!(never);
-      await sleep(100);
-      const kind = await kindOf(backend.send(ticket, Readable.from([Buffer.from('job')]), never, pre));
-      if (unkind === 'end' || kind === 'resolved') {
-        // the device closed it after it had connected: a new connection carries the job
-        expect(kind, unkind).toBe('resolved');
-        expect(got).toEqual(['job']);
-        expect(n).toBe(2);
-      } else {
-        // the reset failed the connect itself: as a connect of the send's own would, not-delivered (retried later)
-        expect(kind).toBe('not-delivered');
-        expect(got).toEqual([]);
-      }
-    }
-  });
 });

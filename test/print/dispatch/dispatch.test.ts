@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { PDFDocument } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../../../src/worker/reconciler.js';
@@ -98,38 +97,6 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
     expect(s.maxConcurrent()).toBe(1);
     const after = await rt.services.db.query<{ error: unknown }>('SELECT error FROM printers WHERE name = $1', ['flaky']);
     expect(after.rows[0]!.error).toBeNull();
-  });
-
-  it('a printer that goes down right after a job: the next job, whose connection was opened while the outcome was recorded, is postponed, then printed once', async () => {
-    // a raw-socket device that stops listening as it acknowledges its first job
-    const got: string[] = [];
-    const server = net.createServer({ allowHalfOpen: true }, (c) => {
-      const chunks: Buffer[] = [];
-      c.on('error', () => {});
-      c.on('data', (b: Buffer) => chunks.push(b));
-      c.on('end', () => {
-        if (chunks.length > 0) got.push(Buffer.concat(chunks).toString());
-        if (got.length === 1) server.close();
-        c.end();
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    const port = (server.address() as net.AddressInfo).port;
-    await addPrinter(rt, 'drops', `socket://127.0.0.1:${port}`, { paused: true });
-    const ids = [(await submit(rt, 'drops', 'd1')).id, (await submit(rt, 'drops', 'd2')).id];
-    await setPrinter(rt, 'drops', { paused: false });
-    await wake(rt, 'drops');
-    const second = await eventually(async () => {
-      const [, j] = await jobs(rt, ids);
-      return j!.status === 'postponed' ? j : undefined;
-    }, 20_000, 20);
-    expect(second.message).toMatch(/ECONNREFUSED/);
-    expect(got).toEqual(['d1']);
-    expect(await logText(rt, ids[1]!)).toMatch(/postponed, nothing delivered: .*ECONNREFUSED.*next try in/);
-    await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
-    await until(rt, ids, ['processed'], 20_000);
-    expect(got).toEqual(['d1', 'd2']);
-    server.close();
   });
 
   it('a paused printer holds its queue; resume releases it', async () => {

@@ -3,7 +3,6 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../../../errors/app-error.js';
 import {
   PrintDeliveryError, type Acknowledgement, type PhysicalState, type PrintBackend, type PrintBackendContext, type PrintBackendType, type PrintTicket,
-  type Preconnection,
 } from '../print-backend.js';
 
 export const DEFAULT_SOCKET_PORT = 9100;
@@ -22,58 +21,6 @@ const codeOf = (err: unknown) => (err as NodeJS.ErrnoException | undefined)?.cod
 class Timeout extends Error {
   override readonly name = 'Timeout';
   readonly code = 'ETIMEDOUT';
-}
-
-/**
- * A connection `SocketBackend.preconnect` is opening or has opened, idle
- * until a `send` takes it: its back-channel is read and dropped, and an
- * error, the device's end or a close marks it stale (a send then connects
- * anew: nothing went over it).
- */
-class OpenedSocket implements Preconnection {
-  private state: 'open' | 'taken' | 'closed' = 'open';
-  private socket?: net.Socket;
-  private stale = false;
-  private readonly markStale = () => {
-    this.stale = true;
-  };
-
-  constructor(readonly owner: SocketBackend, private readonly opening: Promise<net.Socket>) {
-    opening.then((socket) => {
-      if (this.state === 'closed') {
-        socket.destroy();
-        return;
-      }
-      this.socket = socket;
-      if (this.state === 'taken') return;
-      socket.on('error', this.markStale);
-      socket.once('end', this.markStale);
-      socket.once('close', this.markStale);
-      socket.resume();
-    }, () => {});
-  }
-
-  close(): void {
-    if (this.state !== 'open') return;
-    this.state = 'closed';
-    this.socket?.destroy();
-  }
-
-  /** The connected socket for a send; rejects with the connect error; undefined when closed or stale (connect anew). */
-  async take(): Promise<net.Socket | undefined> {
-    if (this.state !== 'open') return undefined;
-    this.state = 'taken';
-    const socket = await this.opening;
-    socket.off('error', this.markStale);
-    socket.off('end', this.markStale);
-    socket.off('close', this.markStale);
-    if (this.stale || socket.destroyed || !socket.writable) {
-      socket.destroy();
-      return undefined;
-    }
-    socket.pause();
-    return socket;
-  }
 }
 
 /**
@@ -101,18 +48,14 @@ export class SocketBackend implements PrintBackend {
     this.idleTimeoutMs = ctx.timeouts?.idleMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   }
 
-  async send(ticket: PrintTicket, content: Readable, signal: AbortSignal, preconnected?: Preconnection): Promise<Acknowledgement> {
-    const opened = preconnected instanceof OpenedSocket && preconnected.owner === this ? preconnected : undefined;
-    if (!opened) preconnected?.close();
+  async send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<Acknowledgement> {
     if (signal.aborted) {
-      opened?.close();
       content.destroy();
       throw new PrintDeliveryError('not-delivered', 'aborted before sending', { cause: signal.reason });
     }
     let socket: net.Socket;
     try {
-      signal.throwIfAborted();
-      socket = (await opened?.take()) ?? await this.connect(signal);
+      socket = await this.connect(signal);
     } catch (err) {
       content.destroy();
       throw this.connectFailure(err);
@@ -167,13 +110,6 @@ export class SocketBackend implements PrintBackend {
     }
     socket.destroy();
     return { message: `${sent} bytes sent to ${this.connection}; the device closed the connection` };
-  }
-
-  /** Starts connecting for a next `send` (see `PrintBackend.preconnect`). */
-  preconnect(signal: AbortSignal): Preconnection {
-    const opening = this.connect(signal);
-    opening.catch(() => {});
-    return new OpenedSocket(this, opening);
   }
 
   async checkPhysical(signal: AbortSignal): Promise<PhysicalState> {
