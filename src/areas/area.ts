@@ -14,6 +14,8 @@ export type PendingJob = { [N in JobName]: { name: N; data: JobData<N> } }[JobNa
  *   authenticates once for everything below it, so no route can be left open
  *   by forgetting a line (open routes live outside the areas);
  * - `jobs`: the handlers of the area's jobs (declared in `src/queue/jobs.ts`);
+ *   `stopped` aborts once the process's workers have stopped (cancel timers
+ *   the handlers left behind: the database closes next);
  * - `pending`: reconcile source, the work the database says is pending;
  * - `abandon`: fails a pending row for good, with a reason, when its job
  *   cannot succeed (invalid payload, permanent error, re-created too often);
@@ -24,7 +26,7 @@ export interface Area {
   readonly name: string;
   v1?(s: Services): Router;
   v3?(s: Services): Router;
-  jobs?(s: Services): JobHandlers;
+  jobs?(s: Services, stopped?: AbortSignal): JobHandlers;
   pending?(s: Services, limit: number): Promise<PendingJob[]>;
   abandon?(s: Services, job: PendingJob, reason: string): Promise<void>;
   housekeeping?(s: Services): Promise<Record<string, number>>;

@@ -103,8 +103,10 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   let workers: WorkerPool | undefined;
   let timer: NodeJS.Timeout | undefined;
   let passing: Promise<void> | undefined;
+  // aborted once the workers have stopped: what their handlers left scheduled (dispatch tail checks) is cancelled
+  const workersStopped = new AbortController();
   if (parts.workers) {
-    workers = startWorkers(jobHandlers(s, areas), {
+    workers = startWorkers(jobHandlers(s, areas, workersStopped.signal), {
       url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
       concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
       onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
@@ -154,6 +156,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
       // Redis gone its commands wait for a reconnection that may never come)
       if (passing) await Promise.race([passing, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await workers?.close(config.server.shutdownTimeoutMs / 2);
+      workersStopped.abort();
       await s.relay.stop();
       s.metrics.stop();
       await s.queue.close();

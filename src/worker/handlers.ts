@@ -4,11 +4,12 @@ import type { Area } from '../areas/area.js';
 
 /**
  * The job handlers a worker process runs: each area's, plus housekeeping,
- * which runs every area's clean-up step.
+ * which runs every area's clean-up step. `stopped` is aborted by the runtime
+ * once the workers have stopped (see `Area.jobs`).
  */
-export function jobHandlers(s: Services, areas: readonly Area[]): JobHandlers {
+export function jobHandlers(s: Services, areas: readonly Area[], stopped?: AbortSignal): JobHandlers {
   const handlers: JobHandlers = {};
-  for (const area of areas) Object.assign(handlers, area.jobs?.(s));
+  for (const area of areas) Object.assign(handlers, area.jobs?.(s, stopped));
   handlers['housekeeping.run'] = async () => {
     const counts: Record<string, number> = {};
     for (const area of areas) Object.assign(counts, await area.housekeeping?.(s));

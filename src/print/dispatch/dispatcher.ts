@@ -28,6 +28,12 @@ export interface DispatcherDeps {
   backend: Omit<PrintBackendContext, 'log'>;
   /** Wakes a printer's dispatch again after a run ended (the tail check); the queue in production. */
   wake(printer: string): Promise<unknown>;
+  /**
+   * Aborted when the process's workers have stopped: pending tail checks are
+   * cancelled and none is scheduled any more (the database is about to close;
+   * the reconciler of the next start catches up).
+   */
+  stopped?: AbortSignal;
 }
 
 /** Wait before the n-th retry of a postponed job: base, 2 base, 4 base, ... up to max. */
@@ -58,8 +64,15 @@ export class Dispatcher {
   /** The printers' acknowledged deliveries and next hand-offs, several printers to a statement when they come together. */
   private readonly outcomes: OutcomeBatcher;
 
+  /** Tail checks scheduled and not yet fired (cancelled when `deps.stopped` aborts). */
+  private readonly tailChecks = new Set<NodeJS.Timeout>();
+
   constructor(private readonly deps: DispatcherDeps) {
     this.outcomes = new OutcomeBatcher(deps.db);
+    deps.stopped?.addEventListener('abort', () => {
+      for (const timer of this.tailChecks) clearTimeout(timer);
+      this.tailChecks.clear();
+    }, { once: true });
   }
 
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
@@ -112,11 +125,14 @@ export class Dispatcher {
    * completed (the reconciler is the backstop if this process dies first).
    */
   private tailCheck(printer: string): void {
-    setTimeout(() => {
+    if (this.deps.stopped?.aborted) return;
+    const timer = setTimeout(() => {
+      this.tailChecks.delete(timer);
       void hasReadyWork(this.deps.db, printer)
         .then((ready) => (ready ? this.deps.wake(printer) : undefined))
         .catch((err: unknown) => this.deps.log.warn({ err, printer }, 'dispatch tail check failed; the reconciler will catch up'));
     }, TAIL_CHECK_MS).unref();
+    this.tailChecks.add(timer);
   }
 
   /** Runs the job's flow into stage files, stores them as blobs, and queues the job for printing; a failing flow ends it in error. */

@@ -10,7 +10,7 @@ import { Dispatcher } from './dispatcher.js';
  * What the print-jobs area wires for the engine: the `print.dispatch`
  * handler, the reconciler's source of dispatch work and its abandon step.
  */
-export function dispatchHandlers(s: Services): JobHandlers {
+export function dispatchHandlers(s: Services, stopped?: AbortSignal): JobHandlers {
   const c = s.config.printDispatch;
   const dispatcher = new Dispatcher({
     db: s.db, blobs: s.blobs, outbox: s.outbox, log: s.log.child({ component: 'print-dispatch' }),
@@ -18,6 +18,7 @@ export function dispatchHandlers(s: Services): JobHandlers {
     retry: { baseMs: c.retryBaseMs, maxMs: c.retryMaxMs },
     backend: { timeouts: { connectMs: c.connectTimeoutMs, idleMs: c.idleTimeoutMs } },
     wake: (printer) => s.queue.enqueue('print.dispatch', { printer }),
+    stopped,
   });
   return { 'print.dispatch': ({ printer }, ctx) => dispatcher.run(printer, ctx) };
 }

@@ -221,4 +221,33 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
     }
     expect(done.filter((j) => j.status === 'processed').length).toBeGreaterThan(0);
   });
+  it('a run that ends idle looks once more 250 ms later, unless the workers stopped meanwhile (no query on a closing pool)', async () => {
+    const s = await sink();
+    await addPrinter(rt, 'tail', s.connection);
+    const ctx = { attempt: 1, finalAttempt: false, signal: new AbortController().signal, progress: async () => {} };
+    // the tail check's own statement, counted on a database that passes everything else through
+    const db = rt.services.db;
+    let tailQueries = 0;
+    const counting = new Proxy(db, {
+      get: (target, prop, receiver) => (prop === 'query'
+        ? (text: string, params?: unknown[]) => {
+          if (text.includes('SELECT count(*)::int AS n')) tailQueries++;
+          return target.query(text, params);
+        }
+        : Reflect.get(target, prop, receiver)),
+    });
+    const services = { ...rt.services, db: counting };
+    const running = new AbortController();
+    await dispatchHandlers(services, running.signal)['print.dispatch']!({ printer: 'tail' }, ctx);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(tailQueries).toBe(1);
+    const stopping = new AbortController();
+    const run = dispatchHandlers(services, stopping.signal)['print.dispatch']!;
+    await run({ printer: 'tail' }, ctx);
+    stopping.abort();
+    await run({ printer: 'tail' }, ctx);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(tailQueries).toBe(1);
+    expect(s.connections).toHaveLength(0);
+  });
 });
