@@ -450,13 +450,14 @@ function rowJson(select: readonly string[] | undefined, retention: RetentionDefa
  * present.ts `jobListWriter`), limited to `scope` (the caller's identities as
  * creator or owner) when given; `total` with `$inlinecount=allpages`.
  *
- * One statement returns the whole page as one value: a hundred rows of
- * columns cost the API process more to receive than the text itself
- * (docs/benchmarks.md). `string_agg` joins the rows in the order the
- * subquery's ORDER BY and LIMIT give them: the outer level is one plain
- * aggregate over that subquery and nothing else (no join, no grouping), the
- * case PostgreSQL's documentation says keeps a sorted subquery's order; the
- * ordering tests (test/areas/print-jobs) check it on both drivers.
+ * One statement returns the page as one text column per job, each row's JSON
+ * built by PostgreSQL, joined here: a hundred rows of many columns cost the
+ * API process more to receive than the text itself (docs/benchmarks.md). The
+ * rows are not joined in PostgreSQL (`string_agg`, as until 2026-11-26): the
+ * 55 KB value of a 100-job page and its copies were freed at the end of every
+ * statement, and glibc gave that memory back to the kernel each time (a
+ * `brk` shrink); on a virtual machine where that costs a TLB flush across
+ * cores it took 1.5 ms of the backend's CPU per request (docs/benchmarks.md).
  * `$top` is a literal, a validated integer like the retention defaults: a
  * `LIMIT $n` is costed as 10 % of the matching rows, more than a page of 100,
  * so PostgreSQL never chose the prepared statement's generic plan and planned
@@ -470,7 +471,9 @@ export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefi
   const countParams = [...params];
   if (q.skip > 0) params.push(q.skip);
   const rows = await sql.queryArrays<[string]>(st.page, params);
-  const page = rows[0]![0];
+  let page = '[';
+  for (let i = 0; i < rows.length; i++) page += (i === 0 ? '' : ',') + rows[i]![0];
+  page += ']';
   if (!q.inlineCount) return { page };
   const c = await sql.query<{ n: string }>(st.count, countParams);
   return { page, total: Number(c.rows[0]!.n) };
@@ -510,8 +513,7 @@ function listingStatement(q: ODataQuery, scoped: boolean, skipped: boolean, rete
   if (!Number.isSafeInteger(q.top) || q.top < 0) throw new Error(`listJobs: $top ${q.top} is not a count`);
   const window = `LIMIT ${q.top}${skipped ? ` OFFSET $${params.length + 1}` : ''}`;
   const st: ListingStatement = {
-    page: `SELECT '[' || coalesce(string_agg(j, ','), '') || ']' FROM (SELECT ${rowJson(q.select, retention)} AS j
-       FROM print_jobs ${cond} ORDER BY ${frag.orderBy} ${window}) page`,
+    page: `SELECT ${rowJson(q.select, retention)} AS j FROM print_jobs ${cond} ORDER BY ${frag.orderBy} ${window}`,
     count: `SELECT count(*) AS n FROM print_jobs ${cond}`,
     params: scoped ? params.slice(1) : params,
   };
