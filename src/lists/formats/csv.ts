@@ -55,9 +55,10 @@ const LF = 0x0a;
 /**
  * csv-parse's stream, whose records (after the header) that have an empty
  * field come with their quoted empties marked (`Field[]`). csv-parse alone
- * does not tell: its `raw: true` gives each record's text but costs about
- * 1 s of CPU per 1,000,000 rows (every byte appended to a buffer, a string
- * per record), `cast` costs several times the whole parse, and `on_record`
+ * does not tell: its `raw: true` gives each record's text but costs
+ * 0.3–0.4 s of CPU per 1,000,000 rows, a tenth of the parse (every byte
+ * appended to a buffer, a string per record; docs/benchmarks.md), `cast`
+ * costs several times the whole parse, and `on_record`
  * builds an info object per record. Instead this keeps the input chunks the
  * record being parsed lies in, and reads `info.bytes`, which csv-parse 7 sets
  * at every record's end (whatever `raw` and `info` say) to the byte offset
