@@ -76,17 +76,42 @@ class MarkingParser extends Parser {
   #chunksStart = 0;
   /** Where the record being parsed starts (or blank lines before it). */
   #recordStart = 0;
+  /** The most fields a record may have: the header's count once it is read. */
+  #maxFields: number;
+
+  /** `maxHeaderFields`: the most columns a header can have (readHeader refuses more). */
+  constructor(options: Options, maxHeaderFields: number) {
+    super(options);
+    this.#maxFields = maxHeaderFields;
+  }
 
   override _transform(chunk: Buffer, encoding: BufferEncoding, callback: TransformCallback): void {
     // before the parse: the records it pushes end in this chunk or before
     this.#chunks.push(chunk);
-    super._transform(chunk, encoding, callback);
+    super._transform(chunk, encoding, (err?: Error | null) => callback(err ?? this.#tooManyFields()));
     this.#dropBefore();
+  }
+
+  /**
+   * csv-parse checks a record's field count only at its end, and its size
+   * limit counts the fields' characters, not the commas: a body of commas
+   * would grow one record's array by a field per byte. Checked after every
+   * chunk, so a record holds at most one chunk's fields more than allowed.
+   */
+  #tooManyFields(): Error | undefined {
+    const state = (this as unknown as { state: { record: unknown[]; stop: boolean } }).state;
+    if (state.record.length <= this.#maxFields) return undefined;
+    state.stop = true;
+    const row = this.info.records + 1;
+    return row === 1
+      ? invalidCsv(`row 1: the header has more than ${this.#maxFields} columns`, { row: 1 })
+      : invalidCsv(`row ${row}: the row does not have as many fields as the header`, { row });
   }
 
   override push(record: unknown, encoding?: BufferEncoding): boolean {
     if (Array.isArray(record)) {
       const end = this.info.bytes;
+      if (this.info.records === 1) this.#maxFields = (record as string[]).length;
       // the header (record 1) is read as it is
       if (this.info.records > 1 && (record as string[]).includes('')) record = markQuotedEmpties(record as string[], this.#text(this.#recordStart, end));
       this.#recordStart = end;
@@ -204,7 +229,8 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
       autoDestroy: false,
     };
     // the typings do not know the stream options csv-parse hands to its Transform
-    const parser = new MarkingParser(options as Options);
+    // a header has item.href, list.name and up to maxKeys metadata columns of each kind
+    const parser = new MarkingParser(options as Options, 2 + 2 * limits.maxKeys);
     let failure: unknown;
     const onError = (err: unknown) => {
       failure ??= err;

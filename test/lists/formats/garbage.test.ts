@@ -77,6 +77,9 @@ describe('100 MB of garbage: an early 400, memory flat', () => {
     ['CSV: a good header, then random bytes', 'csv', randomFill(8), 'item.href,item.metadata.a\r\n', 'INVALID_CSV'],
     ['CSV: a quote opened and never closed', 'csv', repeatFill('abc,def\n'), 'item.href,item.metadata.a\r\n/x,"', 'INVALID_CSV'],
     ['CSV: one endless line', 'csv', repeatFill('x'), 'item.href\r\n', 'INVALID_CSV'],
+    // empty fields have no characters for the record size limit to count: the field count stops these
+    ['CSV: a good header, then one endless row of commas', 'csv', repeatFill(','), 'item.href,item.metadata.a\r\n/x', 'INVALID_CSV'],
+    ['CSV: a header of commas', 'csv', repeatFill(','), 'item.href', 'INVALID_CSV'],
     ['RList: random bytes', 'rlist', randomFill(9), '', 'INVALID_RLIST'],
     ['RList: a quoted value never closed', 'rlist', repeatFill('[DOCUMENT_2]\r\nHREF=/y\r\n'), '[DOCUMENT_1]\r\nHREF="', 'INVALID_RLIST'],
   ];
@@ -153,5 +156,18 @@ describe('large valid lists stream through in flat memory', () => {
       { href: '/x', metadata: { a: '' } },
     ]);
     expect(peak).toBeLessThan(8 * MB);
+  });
+});
+
+describe('CSV: too many fields in a row', () => {
+  it('names the row: the header, or the row past the header\'s count', async () => {
+    const body = (text: string) => Readable.from([Buffer.from(text)]);
+    const commas = ','.repeat(200 * 1024);
+    await expect(collectList(parseList(format('csv'), body(`item.href,item.metadata.a\r\n/x,1\r\n/y${commas}\r\n`)))).rejects.toMatchObject({
+      status: 400, code: 'INVALID_CSV', details: { row: 3 }, message: 'row 3: the row does not have as many fields as the header',
+    });
+    await expect(collectList(parseList(format('csv'), body(`item.href${commas}\r\n`), { maxKeys: 10 }))).rejects.toMatchObject({
+      status: 400, code: 'INVALID_CSV', details: { row: 1 }, message: 'row 1: the header has more than 22 columns',
+    });
   });
 });
