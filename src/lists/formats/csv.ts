@@ -1,5 +1,5 @@
-import { Readable } from 'node:stream';
-import { CsvError, type Options, parse } from 'csv-parse';
+import { Readable, type TransformCallback } from 'node:stream';
+import { CsvError, type Options, Parser } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
 import { invalidCsv, listTooLarge } from './format-errors.js';
 import { type ListLimits, type ListSource, type ParsedList, type ParsedListItem, fromBatches, headerNotReady } from './list-document.js';
@@ -10,7 +10,8 @@ import { MetadataBuilder, flatten, joinPath, splitPath } from './metadata-paths.
  * `list.metadata.<path>`, `item.href`, `item.metadata.<path>`), then one row
  * per item. List values may stand on any row; a later row repeats them or
  * leaves them empty. An unquoted empty field is "no value", a quoted one
- * (`""`) the empty string, so both survive export and import.
+ * (`""`) the empty string, so both survive export and import (csv-parse
+ * gives both as `''`; `MarkingParser` tells them apart).
  */
 
 type Column =
@@ -24,13 +25,12 @@ const QUOTED_EMPTY = Symbol('quoted empty');
 type Field = string | typeof QUOTED_EMPTY;
 
 /**
- * Finds the quoted empty fields of a record in its raw text. (csv-parse's
- * `cast` would tell each field's quoting too, but costs several times the
- * whole parse.) Only records with an empty field are scanned; the raw text may
- * start with the blank lines skipped before it.
+ * Finds the quoted empty fields of a record in its text (the record's bytes
+ * as latin1, one character per byte: only the ASCII quote, comma, CR and LF
+ * are looked at, and no byte of a multi-byte UTF-8 character is one of them).
+ * The text may start with the blank lines skipped before the record.
  */
 function markQuotedEmpties(record: string[], raw: string): Field[] {
-  if (!record.includes('')) return record;
   const fields: Field[] = [...record];
   let i = 0;
   while (raw[i] === '\r' || raw[i] === '\n') i++;
@@ -48,6 +48,112 @@ function markQuotedEmpties(record: string[], raw: string): Field[] {
   }
   return fields;
 }
+
+const CR = 0x0d;
+const LF = 0x0a;
+
+/**
+ * csv-parse's stream, whose records (after the header) that have an empty
+ * field come with their quoted empties marked (`Field[]`). csv-parse alone
+ * does not tell: its `raw: true` gives each record's text but costs
+ * 0.3–0.4 s of CPU per 1,000,000 rows, a tenth of the parse (every byte
+ * appended to a buffer, a string per record; docs/benchmarks.md), `cast`
+ * costs several times the whole parse, and `on_record`
+ * builds an info object per record. Instead this keeps the input chunks the
+ * record being parsed lies in, and reads `info.bytes`, which csv-parse 7 sets
+ * at every record's end (whatever `raw` and `info` say) to the byte offset
+ * in the input just past it (past its record delimiter, or the end of the
+ * input; a BOM counts): a record spans from the previous one's end to its
+ * own, blank lines before it included. Only a record with an empty field has
+ * its bytes read. Memory: the chunks from the start of the record being
+ * parsed on (blank lines are dropped as they come), so about one record and
+ * one chunk. csv-quoted-empties.test.ts holds this to csv-parse's behaviour
+ * (every chunking, BOM, CRLF, blank lines, UTF-8).
+ */
+class MarkingParser extends Parser {
+  /** The input from `chunksStart` (an offset into the input) on, as it came; the last chunk ends at the input read so far. */
+  #chunks: Buffer[] = [];
+  #chunksStart = 0;
+  /** Where the record being parsed starts (or blank lines before it). */
+  #recordStart = 0;
+  /** The most fields a record may have: the header's count once it is read. */
+  #maxFields: number;
+
+  /** `maxHeaderFields`: the most columns a header can have (readHeader refuses more). */
+  constructor(options: Options, maxHeaderFields: number) {
+    super(options);
+    this.#maxFields = maxHeaderFields;
+  }
+
+  override _transform(chunk: Buffer, encoding: BufferEncoding, callback: TransformCallback): void {
+    // before the parse: the records it pushes end in this chunk or before
+    this.#chunks.push(chunk);
+    super._transform(chunk, encoding, (err?: Error | null) => callback(err ?? this.#tooManyFields()));
+    this.#dropBefore();
+  }
+
+  /**
+   * csv-parse checks a record's field count only at its end, and its size
+   * limit counts the fields' characters, not the commas: a body of commas
+   * would grow one record's array by a field per byte. Checked after every
+   * chunk, so a record holds at most one chunk's fields more than allowed.
+   */
+  #tooManyFields(): Error | undefined {
+    const state = (this as unknown as { state: { record: unknown[]; stop: boolean } }).state;
+    if (state.record.length <= this.#maxFields) return undefined;
+    state.stop = true;
+    const row = this.info.records + 1;
+    return row === 1
+      ? invalidCsv(`row 1: the header has more than ${this.#maxFields} columns`, { row: 1 })
+      : invalidCsv(`row ${row}: the row does not have as many fields as the header`, { row });
+  }
+
+  override push(record: unknown, encoding?: BufferEncoding): boolean {
+    if (Array.isArray(record)) {
+      const end = this.info.bytes;
+      if (this.info.records === 1) this.#maxFields = (record as string[]).length;
+      // the header (record 1) is read as it is
+      if (this.info.records > 1 && (record as string[]).includes('')) record = markQuotedEmpties(record as string[], this.#text(this.#recordStart, end));
+      this.#recordStart = end;
+    }
+    return super.push(record, encoding);
+  }
+
+  /** The input's bytes `from` to `to` as latin1. */
+  #text(from: number, to: number): string {
+    let text = '';
+    let start = this.#chunksStart;
+    for (const chunk of this.#chunks) {
+      const end = start + chunk.length;
+      if (end > from) text += chunk.toString('latin1', Math.max(from - start, 0), Math.min(to - start, chunk.length));
+      if (end >= to) break;
+      start = end;
+    }
+    return text;
+  }
+
+  /** Drops the chunks before the record being parsed, and the blank lines (CR, LF) it starts with. */
+  #dropBefore(): void {
+    const chunks = this.#chunks;
+    let start = this.#chunksStart;
+    let n = 0;
+    for (; n < chunks.length; n++) {
+      const chunk = chunks[n]!;
+      let at = this.#recordStart - start;
+      if (at < chunk.length) {
+        while (at < chunk.length && (chunk[at] === CR || chunk[at] === LF)) at++;
+        this.#recordStart = start + at;
+        if (at < chunk.length) break;
+      }
+      start += chunk.length;
+    }
+    if (n > 0) {
+      chunks.splice(0, n);
+      this.#chunksStart = start;
+    }
+  }
+}
+
 const valueOf = (f: Field | undefined): string | undefined => (f === QUOTED_EMPTY ? '' : f === '' ? undefined : f);
 
 const LIST_META = 'list.metadata.';
@@ -119,12 +225,12 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
       skip_empty_lines: true,
       record_delimiter: ['\r\n', '\n'],
       max_record_size: limits.maxRecordChars,
-      raw: true,
       // a failing record then leaves the records before it readable, so the header is never lost to an error in the next rows
       autoDestroy: false,
     };
-    // the typings know neither `raw: true` records nor the stream options csv-parse hands to its Transform
-    const parser = parse(options as Options);
+    // the typings do not know the stream options csv-parse hands to its Transform
+    // a header has item.href, list.name and up to maxKeys metadata columns of each kind
+    const parser = new MarkingParser(options as Options, 2 + 2 * limits.maxKeys);
     let failure: unknown;
     const onError = (err: unknown) => {
       failure ??= err;
@@ -151,16 +257,16 @@ export function parseCsv(source: Readable, limits: ListLimits): ParsedList {
       let rowError: unknown;
       for (;;) {
         const batch: ParsedListItem[] = [];
-        let next: { record: string[]; raw: string } | null;
+        let fields: Field[] | null;
         try {
-          while ((next = parser.read() as { record: string[]; raw: string } | null) !== null) {
+          while ((fields = parser.read() as Field[] | null) !== null) {
             row++;
             if (!header) {
-              header = next.record;
+              // never marked
+              header = fields as string[];
               columns = readHeader(header, limits);
               continue;
             }
-            const fields = markQuotedEmpties(next.record, next.raw);
             const item = readRow(fields, columns, header, row, list, limits);
             if (item.name !== undefined) {
               if (name !== undefined && name !== item.name) throw invalidCsv(`row ${row}: list.name differs from an earlier row`, { row, column: 'list.name' });

@@ -3,7 +3,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors/app-error.js';
-import { parseList } from '../../../src/lists/formats/index.js';
+import { collectList, parseList } from '../../../src/lists/formats/index.js';
 import { format } from './helpers.js';
 
 const MB = 1024 * 1024;
@@ -77,6 +77,9 @@ describe('100 MB of garbage: an early 400, memory flat', () => {
     ['CSV: a good header, then random bytes', 'csv', randomFill(8), 'item.href,item.metadata.a\r\n', 'INVALID_CSV'],
     ['CSV: a quote opened and never closed', 'csv', repeatFill('abc,def\n'), 'item.href,item.metadata.a\r\n/x,"', 'INVALID_CSV'],
     ['CSV: one endless line', 'csv', repeatFill('x'), 'item.href\r\n', 'INVALID_CSV'],
+    // empty fields have no characters for the record size limit to count: the field count stops these
+    ['CSV: a good header, then one endless row of commas', 'csv', repeatFill(','), 'item.href,item.metadata.a\r\n/x', 'INVALID_CSV'],
+    ['CSV: a header of commas', 'csv', repeatFill(','), 'item.href', 'INVALID_CSV'],
     ['RList: random bytes', 'rlist', randomFill(9), '', 'INVALID_RLIST'],
     ['RList: a quoted value never closed', 'rlist', repeatFill('[DOCUMENT_2]\r\nHREF=/y\r\n'), '[DOCUMENT_1]\r\nHREF="', 'INVALID_RLIST'],
   ];
@@ -104,6 +107,7 @@ describe('100 MB of garbage: an early 400, memory flat', () => {
 describe('large valid lists stream through in flat memory', () => {
   it.each([
     ['CSV', 'csv', 'item.href,item.metadata.name,item.metadata.copies\r\n', '/services/store/repo/0b1c,"Name, quoted",2\r\n'],
+    ['CSV, a quoted empty field in every row', 'csv', 'item.href,item.metadata.name,item.metadata.copies\r\n', '/services/store/repo/0b1c,"Name, quoted",""\r\n'],
     ['RList', 'rlist', '[PROGRAM]\r\nNAME="x"\r\n', '[DOCUMENT_1]\r\nHREF="/services/store/repo/0b1c"\r\nNAME="Name"\r\n'],
   ] as const)('%s: 20 MB of items, read without keeping them', { timeout: 180_000 }, async (what, name, header, row) => {
     // RList numbers must ascend, so each repetition of the row gets its own number
@@ -121,5 +125,49 @@ describe('large valid lists stream through in flat memory', () => {
     expect(m.error).toBeUndefined();
     expect(m.items).toBe(n);
     expect(m.heapGrowthMB).toBeLessThan(8);
+  });
+
+  it('CSV: 20 MB of blank lines before a row with a quoted empty field, none of it kept', { timeout: 180_000 }, async () => {
+    // what a row's quoted empties are found in is input kept as Buffers (outside the JS heap), so both count
+    const held = () => {
+      gc();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    const before = held();
+    let peak = 0;
+    let sent = 0;
+    const blank = Buffer.from('\r\n\n'.repeat(CHUNK / 4));
+    const input = new Readable({
+      read() {
+        if (sent === 0) this.push('item.href,item.metadata.a\r\n"/first",""\r\n');
+        else if (sent > 20 * MB) return void this.push(null);
+        else if (sent + CHUNK > 20 * MB) this.push('/x,""');
+        else this.push(Buffer.from(blank));
+        if (sent % MB === 0) peak = Math.max(peak, held() - before);
+        sent += CHUNK;
+      },
+    });
+    const list = await collectList(parseList(format('csv'), input));
+    peak = Math.max(peak, held() - before);
+    report('CSV: 20 MB of blank lines', { heldGrowthMB: peak / MB });
+    expect(list.items.map(({ href, metadata }) => ({ href, metadata }))).toEqual([
+      { href: '/first', metadata: { a: '' } },
+      { href: '/x', metadata: { a: '' } },
+    ]);
+    expect(peak).toBeLessThan(8 * MB);
+  });
+});
+
+describe('CSV: too many fields in a row', () => {
+  it('names the row: the header, or the row past the header\'s count', async () => {
+    const body = (text: string) => Readable.from([Buffer.from(text)]);
+    const commas = ','.repeat(200 * 1024);
+    await expect(collectList(parseList(format('csv'), body(`item.href,item.metadata.a\r\n/x,1\r\n/y${commas}\r\n`)))).rejects.toMatchObject({
+      status: 400, code: 'INVALID_CSV', details: { row: 3 }, message: 'row 3: the row does not have as many fields as the header',
+    });
+    await expect(collectList(parseList(format('csv'), body(`item.href${commas}\r\n`), { maxKeys: 10 }))).rejects.toMatchObject({
+      status: 400, code: 'INVALID_CSV', details: { row: 1 }, message: 'row 1: the header has more than 22 columns',
+    });
   });
 });
