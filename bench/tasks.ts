@@ -21,9 +21,7 @@
  * - **bare BullMQ**: one `Queue` and one `Worker` (concurrency 1, a no-op
  *   processor, completed jobs removed) on a prefix of its own; timed from the
  *   first `add` (over `--connections` concurrent callers) to the last
- *   `completed` event. Run before and after the service; the ratio is taken
- *   against the faster of the two (the floor runs in modes up to 2x apart
- *   from minute to minute on a shared or virtual machine).
+ *   `completed` event.
  *
  * - **chunking**: one task of `--items` zero-delay items, start -> completed,
  *   once per `--per-job` value (`queues.taskItemsPerJob`: one job per item
@@ -282,15 +280,11 @@ const load0 = os.loadavg();
 const cpu0 = machineCpu();
 const compiled = mode === 'compiled' ? await compileServers() : undefined;
 let floor: Awaited<ReturnType<typeof bare>>;
-let floorAfter: Awaited<ReturnType<typeof bare>>;
 let ours: Awaited<ReturnType<typeof service>>;
 const big: Awaited<ReturnType<typeof bigTask>>[] = [];
 try {
-  // the floor before and after the service: on a shared or virtual machine it runs in modes that differ by up to
-  // 2x from minute to minute (docs/benchmarks.md), and the ratio is taken against the faster of the two
   floor = await bare();
   ours = await service(compiled?.dir);
-  floorAfter = await bare();
   if (items > 0) for (const perJob of perJobs) big.push(await bigTask(compiled?.dir, perJob));
 } finally {
   compiled?.cleanup();
@@ -302,14 +296,12 @@ if (args['profile-dir']) {
   const file = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort().pop();
   if (file) printSummary(summarizeProfile(path.join(dir, file), 30, window));
 }
-const fasterFloor = Math.max(floor.perSecond, floorAfter.perSecond);
-const ratio = ours.perSecond / fasterFloor;
+const ratio = ours.perSecond / floor.perSecond;
 printTable(['what', 'seconds', 'per second'], [
-  [`bare BullMQ (before): ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
+  [`bare BullMQ: ${n} no-op jobs, one worker`, fmt(floor.seconds, 2), fmt(floor.perSecond, 0)],
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
-  [`bare BullMQ (after)`, fmt(floorAfter.seconds, 2), fmt(floorAfter.perSecond, 0)],
 ]);
-console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} against the faster floor (target >= 0.5; ${fmt(ours.perSecond / floor.perSecond, 2)} against the one before, ${fmt(ours.perSecond / floorAfter.perSecond, 2)} against the one after); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms${ours.serverProcesses > 1 ? ` (API and ${ours.serverProcesses - 1} worker process(es) summed)` : ''} (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
+console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms${ours.serverProcesses > 1 ? ` (API and ${ours.serverProcesses - 1} worker process(es) summed)` : ''} (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
 console.log(`start requests as the clients saw them: mean ${fmt(ours.startMs.mean, 1)} ms, p50 ${fmt(ours.startMs.p50, 1)} ms, p99 ${fmt(ours.startMs.p99, 1)} ms`);
 if (ours.sql) {
   const { counts, millis, gaps, requests, eventLoop } = ours.sql;
@@ -330,7 +322,7 @@ if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }
 console.log(JSON.stringify({
-  bench: 'tasks', tasks: n, workers: Number(args.workers), connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, bareAfter: floorAfter, service: ours, ratio, bigTask: big,
+  bench: 'tasks', tasks: n, workers: Number(args.workers), connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, bigTask: big,
   loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
   ...(args['profile-dir'] ? { profileWindowUs: window } : {}),
 }));
