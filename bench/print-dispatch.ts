@@ -314,6 +314,15 @@ async function engine() {
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
     await c.end();
+    // the runtime's queues (meta, ids, events, the housekeeping scheduler) under the engine's prefix
+    const redis = new Redis(REDIS_URL);
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${tag}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    redis.disconnect();
     await rm(dataDir, { recursive: true, force: true });
   }
 }
