@@ -5,6 +5,7 @@ import os from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -438,4 +439,26 @@ export function pgCpuMeter(db: pg.Client | undefined, appName: string) {
       return sum;
     },
   };
+}
+
+/**
+ * Deletes every Redis key under a bench's prefix (`<prefix>:*`: BullMQ's
+ * queues, ids, events, schedulers), as its schema is dropped. SCAN, not KEYS,
+ * so a shared Redis is not blocked; bounded, since a bench prefix holds a few
+ * dozen keys.
+ */
+export async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    for (let i = 0; i < 10_000; i++) {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -41,7 +41,7 @@ import { loadConfig } from '../src/config/load.js';
 import { createLogger } from '../src/logging/logger.js';
 import { printDispatchParts } from '../src/print/dispatch/index.js';
 import { startRuntime } from '../src/runtime/runtime.js';
-import { ROOT, busyCores, fmt, machineCpu, pgCpuMeter, printTable, procCpuSeconds } from './lib.js';
+import { ROOT, busyCores, dropRedisPrefix, fmt, machineCpu, pgCpuMeter, printTable, procCpuSeconds } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -315,14 +315,7 @@ async function engine() {
     await c.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
     await c.end();
     // the runtime's queues (meta, ids, events, the housekeeping scheduler) under the engine's prefix
-    const redis = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${tag}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    redis.disconnect();
+    await dropRedisPrefix(REDIS_URL, tag);
     await rm(dataDir, { recursive: true, force: true });
   }
 }
@@ -365,10 +358,7 @@ async function bare() {
     await queue.obliterate({ force: true }).catch(() => {});
     await queue.close();
     sinks.close();
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await dropRedisPrefix(REDIS_URL, prefix);
   }
 }
 

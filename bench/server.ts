@@ -37,11 +37,11 @@ import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config/load.js';
 import { readEnv } from '../src/config/env.js';
 import { createLogger } from '../src/logging/logger.js';
 import { startRuntime } from '../src/runtime/runtime.js';
+import { dropRedisPrefix } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -193,20 +193,7 @@ async function dropStorage(): Promise<void> {
   } finally {
     await client.end();
   }
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 2 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    // bounded: a bench prefix holds a few dozen BullMQ keys
-    for (let i = 0; i < 10_000; i++) {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-      if (cursor === '0') break;
-    }
-  } finally {
-    redis.disconnect();
-  }
+  await dropRedisPrefix(REDIS_URL, prefix);
   await rm(dataDir, { recursive: true, force: true });
 }
 

@@ -36,9 +36,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { backendPids, compileServers, fmt, jsonCall, machineCpu, busyCores, parseModes, pgCpuMeter, printTable, procCpuSplitOf, serverPids, spawnServer } from './lib.js';
+import { backendPids, compileServers, dropRedisPrefix, fmt, jsonCall, machineCpu, busyCores, parseModes, pgCpuMeter, printTable, procCpuSplitOf, serverPids, spawnServer } from './lib.js';
 import { printSummary, summarizeProfile } from './profile.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
@@ -265,14 +264,7 @@ async function bare(): Promise<{ seconds: number; perSecond: number }> {
     await worker.close();
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
-    const redis = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    redis.disconnect();
+    await dropRedisPrefix(REDIS_URL, prefix);
   }
 }
 

@@ -471,9 +471,7 @@ export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefi
   const countParams = [...params];
   if (q.skip > 0) params.push(q.skip);
   const rows = await sql.queryArrays<[string]>(st.page, params);
-  let page = '[';
-  for (let i = 0; i < rows.length; i++) page += (i === 0 ? '' : ',') + rows[i]![0];
-  page += ']';
+  const page = `[${rows.map((r) => r[0]).join(',')}]`;
   if (!q.inlineCount) return { page };
   const c = await sql.query<{ n: string }>(st.count, countParams);
   return { page, total: Number(c.rows[0]!.n) };
