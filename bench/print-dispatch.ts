@@ -19,7 +19,11 @@
  *
  * The printers are TCP sinks in a child process (bench/sink-server.ts).
  *
- * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096 --bare on|off --rows on|off --profile-dir DIR]
+ * A third floor, for context (`--durable on`, the default): the same bare
+ * BullMQ workers with one PostgreSQL row per job, the hand-off committed
+ * before the first byte (see `durable()`); its ratio is printed apart.
+ *
+ * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096 --bare on|off --durable on|off --rows on|off --profile-dir DIR]
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
 import { spawn } from 'node:child_process';
@@ -53,6 +57,8 @@ const { values: args } = parseArgs({
     'profile-dir': { type: 'string' },
     // 'off': the engine only (quick comparisons of CPU per job; no ratio)
     bare: { type: 'string', default: 'on' },
+    // 'off': no durable floor (bare BullMQ with one PostgreSQL row per job; context, not the target's floor)
+    durable: { type: 'string', default: 'on' },
     // 'on': row operations per job in the bench's schema (pg_stat_user_tables; waits 11 s after each phase for idle backends to report)
     rows: { type: 'string', default: 'off' },
   },
@@ -362,9 +368,79 @@ async function bare() {
   }
 }
 
+/**
+ * The durable floor (`--durable on`): bare BullMQ with the least bookkeeping
+ * an at-most-once hand-off needs, measured beside the target's floor to show
+ * what the durability itself costs on this machine (context only: the target
+ * is against bare BullMQ). Each client INSERTs the job's row (autocommitted,
+ * synchronous commit) and adds the BullMQ job; the worker (concurrency 20,
+ * as bare) marks the row handed off, committed synchronously before the
+ * first byte, sends as bare does, and records the outcome (asynchronous
+ * commit, as the engine's outcomes). One table with its primary key only,
+ * no order per printer, no statement shared between jobs, no log rows.
+ */
+async function durable() {
+  const prefix = `${tag}_durable`;
+  const schema = `${tag}_durable`;
+  const sinks = await startSinks(PRINTERS);
+  const url = `${DB_URL}?application_name=${schema}`;
+  const sync = new pg.Pool({ connectionString: url, max: CLIENTS + PRINTERS });
+  const relaxed = new pg.Pool({ connectionString: `${url}&options=${encodeURIComponent('-c synchronous_commit=off')}`, max: PRINTERS });
+  const monitor = new pg.Client({ connectionString: DB_URL });
+  await monitor.connect();
+  const table = `"${schema}".jobs`;
+  await monitor.query(`CREATE SCHEMA "${schema}"; CREATE TABLE ${table} (id bigint PRIMARY KEY, printer int NOT NULL, status text NOT NULL,
+    created timestamptz NOT NULL DEFAULT now(), handoff_at timestamptz, finished timestamptz, message text)`);
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
+  const queue = new Queue('durable', { connection, prefix });
+  const opts = { removeOnComplete: true, attempts: 5 };
+  const processor = async (job: { data: { p: number; n: number } }) => {
+    const { p, n } = job.data;
+    const { rowCount } = await sync.query(`UPDATE ${table} SET status = 'processing', handoff_at = now() WHERE id = $1 AND status = 'waitprocessing'`, [n]);
+    if (rowCount !== 1) return; // handed off before: never sent twice
+    await sendTo(sinks.ports[p]!, payload(n));
+    await relaxed.query(`UPDATE ${table} SET status = 'processed', finished = now(), message = 'delivered' WHERE id = $1`, [n]);
+  };
+  const insert = (n: number) => sync.query(`INSERT INTO ${table} (id, printer, status) VALUES ($1, $2, 'waitprocessing')`, [n, n % PRINTERS]);
+  const pgApp = { db: monitor, name: schema };
+  try {
+    let worker = new Worker('durable', processor, { connection, prefix, concurrency: PRINTERS });
+    const e2e = await timed(async () => {
+      await withClients(JOBS, CLIENTS, async (n) => {
+        await insert(n);
+        await queue.add('print', { p: n % PRINTERS, n }, opts);
+      });
+      await waitReceived(sinks, JOBS);
+    }, pgApp);
+    await worker.close();
+    worker = new Worker('durable', processor, { connection, prefix, concurrency: PRINTERS, autorun: false });
+    await withClients(JOBS, CLIENTS, (n) => insert(JOBS + n));
+    for (let i = 0; i < JOBS; i += 1000) {
+      await queue.addBulk(Array.from({ length: Math.min(1000, JOBS - i) }, (_, k) => ({ name: 'print', data: { p: (i + k) % PRINTERS, n: JOBS + i + k }, opts })));
+    }
+    const drain = await timed(async () => {
+      void worker.run();
+      await waitReceived(sinks, 2 * JOBS);
+    }, pgApp);
+    await worker.close();
+    const { rows } = await monitor.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE status = 'processed'`);
+    return { e2e, drain, processed: rows[0]!.n, maxPerPrinter: (await sinks.count()).maxConcurrent };
+  } finally {
+    await queue.obliterate({ force: true }).catch(() => {});
+    await queue.close();
+    sinks.close();
+    await sync.end();
+    await relaxed.end();
+    await monitor.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await monitor.end();
+    await dropRedisPrefix(REDIS_URL, prefix);
+  }
+}
+
 const LOAD_BEFORE = os.loadavg();
 const e = await engine();
 const b = args.bare === 'off' ? undefined : await bare();
+const d = args.durable === 'off' ? undefined : await durable();
 const nb = { e2e: { perSecond: NaN, cores: NaN, nodeCpuMsPerJob: NaN }, drain: { perSecond: NaN, cores: NaN, nodeCpuMsPerJob: NaN }, maxPerPrinter: NaN };
 const f = b ?? nb;
 printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'machine busy cores (engine / bare)', 'engine Node CPU ms/job', 'engine PG CPU ms/job', 'bare Node CPU ms/job'], [
@@ -374,6 +450,13 @@ printTable(['phase', 'engine jobs/s', 'bare BullMQ jobs/s', 'ratio', 'machine bu
     fmt(e.drain.nodeCpuMsPerJob, 2), fmt(e.drain.pgCpuMsPerJob, 2), fmt(f.drain.nodeCpuMsPerJob, 2)],
 ]);
 if (b) console.log(`bare Redis CPU ms/job: end to end ${fmt(b.e2e.redisCpuMsPerJob, 3)}, drain ${fmt(b.drain.redisCpuMsPerJob, 3)}`);
+if (d) {
+  console.log(`durable floor (bare BullMQ + one PostgreSQL row per job: hand-off committed before the first byte; context, not the target): ${d.processed} processed`);
+  printTable(['phase', 'durable floor jobs/s', 'engine / durable', 'Node CPU ms/job', 'PG CPU ms/job', 'Redis CPU ms/job', 'busy cores'], [
+    ['end to end', fmt(d.e2e.perSecond, 0), fmt(e.e2e.perSecond / d.e2e.perSecond, 2), fmt(d.e2e.nodeCpuMsPerJob, 2), fmt(d.e2e.pgCpuMsPerJob, 2), fmt(d.e2e.redisCpuMsPerJob, 3), fmt(d.e2e.cores)],
+    ['drain', fmt(d.drain.perSecond, 0), fmt(e.drain.perSecond / d.drain.perSecond, 2), fmt(d.drain.nodeCpuMsPerJob, 2), fmt(d.drain.pgCpuMsPerJob, 2), fmt(d.drain.redisCpuMsPerJob, 3), fmt(d.drain.cores)],
+  ]);
+}
 console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
 console.log(`engine end to end: submissions alone ${fmt(e.e2e.submittedPerSecond, 0)} jobs/s (submitPrintJob: blob, statement, outbox)`);
 console.log(`engine submissions with the printers paused: ${fmt(e.submitOnly.perSecond, 0)} jobs/s, Node CPU ${fmt(e.submitOnly.nodeCpuMsPerJob, 2)} ms/job, PG CPU ${fmt(e.submitOnly.pgCpuMsPerJob, 2)} ms/job`);
@@ -384,6 +467,6 @@ for (const [phase, r] of [['end to end', e.e2e], ['submission alone', e.submitOn
   if (args.rows === 'on') console.log(`engine ${phase}: rows per job ${JSON.stringify(r.tuplesPerJob)}`);
 }
 console.log(`engine: ${JSON.stringify(e.statuses)}; at most ${e.maxPerPrinter} job(s) at once per printer (bare: ${f.maxPerPrinter})`);
-console.log(JSON.stringify({ bench: 'print-dispatch', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b }));
+console.log(JSON.stringify({ bench: 'print-dispatch', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, clients: CLIENTS, engine: e, bare: b, durable: d }));
 redisInfo.disconnect();
 process.exit(0);
