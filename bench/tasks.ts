@@ -23,6 +23,11 @@
  *   first `add` (over `--connections` concurrent callers) to the last
  *   `completed` event.
  *
+ * - **durable floor** (`--durable on`, the default; context, not the
+ *   target's floor): the same starts against bench/durable-tasks-server.ts,
+ *   the least a service needs to start a task over HTTP durably and run it
+ *   through BullMQ (one committed row per start, one per completion).
+ *
  * - **chunking**: one task of `--items` zero-delay items, start -> completed,
  *   once per `--per-job` value (`queues.taskItemsPerJob`: one job per item
  *   against one job per chunk of items), each in a fresh server.
@@ -52,6 +57,8 @@ const { values: args } = parseArgs({
     'per-job': { type: 'string', default: '1,25,100' },
     /** queues.concurrency for the tasks queue (default: the configuration's, 4). */
     concurrency: { type: 'string' },
+    /** 'off': no durable floor (bench/durable-tasks-server.ts: HTTP start, one PostgreSQL row, BullMQ; context, not the target's floor). */
+    durable: { type: 'string', default: 'on' },
     /** Count the server's SQL statements during the timed part of the service phase (bench/server.ts --count-sql). */
     'count-sql': { type: 'boolean', default: false },
     /** Extra node flags for the service's server (space-separated), e.g. V8 heap sizes to compare. */
@@ -268,15 +275,56 @@ async function bare(): Promise<{ seconds: number; perSecond: number }> {
   }
 }
 
+/**
+ * The durable floor (context for the ratio, not the target's floor): the same
+ * clients start `n` tasks over HTTP on bench/durable-tasks-server.ts (Koa, one
+ * autocommitted UPDATE per start, `queue.add`, a BullMQ worker of the
+ * service's default concurrency that completes the row in one UPDATE), timed
+ * from the first start until the database shows every row completed, as the
+ * service is.
+ */
+async function durable(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; concurrency: number }> {
+  const concurrency = Number(args.concurrency ?? 4);
+  const server = await spawnServer('bench/durable-tasks-server.ts', ['--tasks', String(n), '--concurrency', String(concurrency)], [], { compiledDir });
+  const { url, schema } = server.info as { url: string; schema: string };
+  const db = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  try {
+    const meter = pgCpuMeter(db, schema);
+    await meter.ready();
+    const pids = [server.info.pid];
+    const split0 = procCpuSplitOf(pids);
+    const t0 = performance.now();
+    await lanes(n, connections, async (i) => {
+      const res = await call('POST', `${url}/tasks/${i}/start`, '');
+      if (res.status !== 204) throw new Error(`durable floor start: ${res.status}`);
+    });
+    for (;;) {
+      const { rows } = await db.query<{ done: number }>(`SELECT count(*) FILTER (WHERE status = 'completed')::int AS done FROM "${schema}".tasks`);
+      if (rows[0]!.done >= n) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const split1 = procCpuSplitOf(pids);
+    const serverCpuMsPerTask = split0 && split1 ? ((split1.user + split1.system - split0.user - split0.system) * 1000) / n : NaN;
+    return { seconds, perSecond: n / seconds, serverCpuMsPerTask, pgCpuMsPerTask: ((await meter.stop()) * 1000) / n, concurrency };
+  } finally {
+    await db.end();
+    await server.stop();
+  }
+}
+
 const load0 = os.loadavg();
 const cpu0 = machineCpu();
 const compiled = mode === 'compiled' ? await compileServers() : undefined;
 let floor: Awaited<ReturnType<typeof bare>>;
 let ours: Awaited<ReturnType<typeof service>>;
+let durableFloor: Awaited<ReturnType<typeof durable>> | undefined;
 const big: Awaited<ReturnType<typeof bigTask>>[] = [];
 try {
   floor = await bare();
   ours = await service(compiled?.dir);
+  if (args.durable !== 'off') durableFloor = await durable(compiled?.dir);
   if (items > 0) for (const perJob of perJobs) big.push(await bigTask(compiled?.dir, perJob));
 } finally {
   compiled?.cleanup();
@@ -294,6 +342,9 @@ printTable(['what', 'seconds', 'per second'], [
   [`service: ${n} one-item mock tasks, start -> completed`, fmt(ours.seconds, 2), fmt(ours.perSecond, 0)],
 ]);
 console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms${ours.serverProcesses > 1 ? ` (API and ${ours.serverProcesses - 1} worker process(es) summed)` : ''} (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
+if (durableFloor) {
+  console.log(`durable floor (HTTP start: one PostgreSQL row committed, queue.add; a BullMQ worker of concurrency ${durableFloor.concurrency} completes the row; context, not the target): ${fmt(durableFloor.perSecond, 0)} tasks/s in ${fmt(durableFloor.seconds, 2)} s (${fmt(durableFloor.perSecond / floor.perSecond, 2)} x bare BullMQ); service / durable floor: ${fmt(ours.perSecond / durableFloor.perSecond, 2)}; its server CPU ${fmt(durableFloor.serverCpuMsPerTask, 2)} ms and PostgreSQL CPU ${fmt(durableFloor.pgCpuMsPerTask, 2)} ms per task`);
+}
 console.log(`start requests as the clients saw them: mean ${fmt(ours.startMs.mean, 1)} ms, p50 ${fmt(ours.startMs.p50, 1)} ms, p99 ${fmt(ours.startMs.p99, 1)} ms`);
 if (ours.sql) {
   const { counts, millis, gaps, requests, eventLoop } = ours.sql;
@@ -314,7 +365,7 @@ if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }
 console.log(JSON.stringify({
-  bench: 'tasks', tasks: n, workers: Number(args.workers), connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, bigTask: big,
+  bench: 'tasks', tasks: n, workers: Number(args.workers), connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, durable: durableFloor, bigTask: big,
   loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
   ...(args['profile-dir'] ? { profileWindowUs: window } : {}),
 }));
