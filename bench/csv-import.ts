@@ -17,6 +17,10 @@
  *   checked in the database, and the sizes of `list_items` and its indexes
  *   printed (they do not swing with load).
  *
+ * - **durable floor** (`--durable on`, the default; context, not the
+ *   target's floor): csv-parse into a table with a primary key only by COPY
+ *   in one transaction, in this process (`durableFloor`).
+ *
  * Prints a table, the ratio (target >= 0.5) and one JSON line with every figure.
  */
 import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -28,6 +32,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { parse } from 'csv-parse';
 import pg from 'pg';
+import { copyIn } from '../src/storage/driver/postgres.js';
 import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procCpuSeconds, procMemory, RssSampler, spawnServer, threadCpuSeconds } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
@@ -38,6 +43,8 @@ const { values: args } = parseArgs({
     target: { type: 'string', default: 'tasks' },
     server: { type: 'string', default: 'compiled' },
     'profile-dir': { type: 'string' },
+    // 'off': no durable floor (csv-parse into a plain table by COPY; context, not the target's floor)
+    durable: { type: 'string', default: 'on' },
   },
   strict: true,
 });
@@ -69,6 +76,67 @@ async function parserAlone(file: string): Promise<{ seconds: number; rowsPerSeco
   for await (const _ of createReadStream(file).pipe(parse({ bom: true }))) records++;
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   return { seconds, rowsPerSecond: (records - 1) / seconds, records: records - 1 };
+}
+
+/** A value in COPY's text format (backslash, tab, newline and carriage return escaped). */
+const copyText = (v: string) => (/[\\\t\n\r]/.test(v) ? v.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r') : v);
+
+/**
+ * The durable floor (context for the ratio, not the target's floor): the
+ * least a durable import does, in this process: csv-parse reads the file,
+ * each record becomes a text COPY line (its position, href, and its two
+ * metadata columns as a JSON object), 10,000 rows per COPY (as the
+ * service), into a table with a primary key only, in one transaction,
+ * committed. No validation, document references, list indexes, trigger
+ * or worker thread.
+ */
+async function durableFloor(file: string): Promise<{ seconds: number; rowsPerSecond: number; pgCpuSeconds: number; nodeCpuSeconds: number }> {
+  const schema = `bench_csv_durable_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
+  const db = new pg.Client({ connectionString: `${DATABASE_URL}?application_name=${schema}` });
+  const monitor = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  await monitor.connect();
+  const table = `"${schema}".items`;
+  await db.query(`CREATE SCHEMA "${schema}"; CREATE TABLE ${table} (position int PRIMARY KEY, href text NOT NULL, metadata jsonb NOT NULL)`);
+  try {
+    const backends = await new BackendCpu(monitor, schema).start();
+    const node0 = procCpuSeconds(process.pid) ?? NaN;
+    const start = process.hrtime.bigint();
+    await db.query('BEGIN');
+    let position = 0;
+    let lines: string[] = [];
+    // one COPY in flight while the next chunk is parsed
+    let inFlight: Promise<number> = Promise.resolve(0);
+    const send = async () => {
+      const data = lines.join('');
+      lines = [];
+      await inFlight;
+      inFlight = copyIn(db, `COPY ${table} (position, href, metadata) FROM STDIN`, data);
+    };
+    let header = true;
+    for await (const record of createReadStream(file).pipe(parse({ bom: true })) as AsyncIterable<string[]>) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      const [href = '', name = '', copies = ''] = record;
+      lines.push(`${position++}\t${copyText(href)}\t${copyText(JSON.stringify({ name, copies }))}\n`);
+      if (lines.length === 10_000) await send();
+    }
+    if (lines.length > 0) await send();
+    await inFlight;
+    await db.query('COMMIT');
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const nodeCpuSeconds = (procCpuSeconds(process.pid) ?? NaN) - node0;
+    const pgCpuSeconds = await backends.stop();
+    const { rows: counted } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+    if (counted[0]!.n !== rows) throw new Error(`durable floor: ${counted[0]!.n} rows, expected ${rows}`);
+    return { seconds, rowsPerSecond: rows / seconds, pgCpuSeconds, nodeCpuSeconds };
+  } finally {
+    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await db.end();
+    await monitor.end();
+  }
 }
 
 /** A server child whose CONFIG raises `lists.maxItems` to fit the file (the child inherits the environment). */
@@ -204,6 +272,7 @@ try {
   const floor = await parserAlone(file);
   if (floor.records !== rows) throw new Error(`csv-parse read ${floor.records} rows, expected ${rows}`);
   const ours = await service(file, compiled?.dir);
+  const durable = args.durable === 'off' ? undefined : await durableFloor(file);
   const ratio = ours.rowsPerSecond / floor.rowsPerSecond;
   printTable(['what', 'seconds', 'rows/s', 'peak RSS MiB'], [
     [`csv-parse alone, ${rows} rows (${fmt(sizeMiB, 0)} MiB)`, fmt(floor.seconds, 2), fmt(floor.rowsPerSecond, 0), '-'],
@@ -212,8 +281,11 @@ try {
   console.log(`ratio service / csv-parse: ${fmt(ratio, 2)} (target >= 0.5); server peak RSS ${fmt(ours.rssPeakMiB, 0)} MiB (VmHWM ${fmt(ours.hwmMiB, 0)} MiB; target < 300)`);
   console.log(`CPU per 1,000 rows: server node ${fmt(ours.nodeCpuMsPer1kRows, 2)} ms, PostgreSQL backends ${fmt(ours.pgCpuMsPer1kRows, 2)} ms (${fmt(ours.nodeCpuSeconds, 2)} s / ${fmt(ours.pgCpuSeconds, 2)} s); machine busy ${fmt(ours.busyCores, 2)} cores; load average ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
   console.log(`node threads per 1,000 rows: main ${fmt(ours.mainThreadCpuMsPer1kRows, 2)} ms, busiest other thread ${fmt(ours.busiestOtherThreadCpuMsPer1kRows, 2)} ms, the rest ${fmt(ours.nodeCpuMsPer1kRows - ours.mainThreadCpuMsPer1kRows - ours.busiestOtherThreadCpuMsPer1kRows, 2)} ms`);
+  if (durable) {
+    console.log(`durable floor (csv-parse into a table with a primary key only by COPY, one transaction; context, not the target): ${fmt(durable.seconds, 2)} s, ${fmt(durable.rowsPerSecond, 0)} rows/s (${fmt(durable.rowsPerSecond / floor.rowsPerSecond, 2)} x csv-parse); service / durable floor: ${fmt(ours.rowsPerSecond / durable.rowsPerSecond, 2)}; its CPU per 1,000 rows: node ${fmt((durable.nodeCpuSeconds * 1e6) / rows, 2)} ms, PostgreSQL ${fmt((durable.pgCpuSeconds * 1e6) / rows, 2)} ms`);
+  }
   console.log(`on disk after the import (MiB): ${Object.entries(ours.relationMiB).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}`);
-  console.log(JSON.stringify({ bench: 'csv-import', rows, target, server: mode, sizeMiB, floor, service: ours, ratio, loadavgBefore: load0, loadavgAfter: os.loadavg() }));
+  console.log(JSON.stringify({ bench: 'csv-import', rows, target, server: mode, sizeMiB, floor, service: ours, ratio, durable, loadavgBefore: load0, loadavgAfter: os.loadavg() }));
 } finally {
   compiled?.cleanup();
   rmSync(dir, { recursive: true, force: true });

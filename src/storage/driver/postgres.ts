@@ -139,7 +139,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
  * rejects with pg's error, SQLSTATE in `code`, for `sql-errors.ts`; the
  * client stays usable (its next statement waits for ReadyForQuery).
  */
-function copyIn(client: pg.PoolClient, statement: string, data: string | Buffer): Promise<number> {
+export function copyIn(client: pg.PoolClient | pg.Client, statement: string, data: string | Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
     let rows = 0;
     const submittable = {
