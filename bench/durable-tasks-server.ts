@@ -87,10 +87,15 @@ const stop = async () => {
   await dropRedisPrefix(args.redis!, schema);
   process.exit(0);
 };
-process.on('SIGTERM', () => void stop());
-process.on('SIGINT', () => void stop());
-process.stdin.on('end', () => void stop());
-process.stdin.on('error', () => void stop());
+// a failed cleanup (the database gone first) still ends the process, with a non-zero code
+const stopNow = () => void stop().catch((err: unknown) => {
+  console.error('durable-tasks-server: cleanup failed', err);
+  process.exit(1);
+});
+process.on('SIGTERM', stopNow);
+process.on('SIGINT', stopNow);
+process.stdin.on('end', stopNow);
+process.stdin.on('error', stopNow);
 process.stdin.resume();
 
 process.stdout.write(`${JSON.stringify({ bench: 'durable-tasks', url: `http://127.0.0.1:${port}`, pid: process.pid, schema })}\n`);

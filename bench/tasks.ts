@@ -299,11 +299,7 @@ async function durable(compiledDir: string | undefined): Promise<{ seconds: numb
       const res = await call('POST', `${url}/tasks/${i}/start`, '');
       if (res.status !== 204) throw new Error(`durable floor start: ${res.status}`);
     });
-    for (;;) {
-      const { rows } = await db.query<{ done: number }>(`SELECT count(*) FILTER (WHERE status = 'completed')::int AS done FROM "${schema}".tasks`);
-      if (rows[0]!.done >= n) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitCompleted(db, schema, n);
     const seconds = (performance.now() - t0) / 1000;
     const split1 = procCpuSplitOf(pids);
     const serverCpuMsPerTask = split0 && split1 ? ((split1.user + split1.system - split0.user - split0.system) * 1000) / n : NaN;
