@@ -49,6 +49,19 @@ export interface PrintJobRow {
   handoff_at: Date | null;
 }
 
+/**
+ * print_jobs' columns as a PrintJobRow holds them, for statements that read or
+ * return whole jobs: every column but `listing` (migration 017), the listed
+ * JSON text only listings read (about 500 bytes a job no other reader needs).
+ * test/areas/print-jobs/job-listing-column.test.ts holds the list to the table.
+ */
+export const JOB_COLUMN_NAMES = ['id', 'status', 'printer', 'redirected_from', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size',
+  'blob_sha256', 'copies', 'priority', 'pages', 'checkin', 'task', 'flow', 'stages', 'keep_tempfiles', 'retention_sec', 'finished', 'message',
+  'created', 'updated', 'seq', 'attempts', 'next_attempt_at', 'handoff_at'] as const satisfies readonly (keyof PrintJobRow)[];
+/** JOB_COLUMN_NAMES as a select list, each qualified by `alias` when given (`j.id, j.status, …`). */
+export const jobColumns = (alias?: string): string => JOB_COLUMN_NAMES.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
+export const JOB_COLUMNS = jobColumns();
+
 export interface NewJob {
   status: JobState;
   printer: string;
@@ -73,7 +86,7 @@ export async function insertJob(sql: Sql, j: NewJob, document: Buffer | null): P
   const { rows } = await sql.query<PrintJobRow>(
     `WITH main AS (INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
        copies, priority, checkin, task, flow, retention_sec)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *),
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${JOB_COLUMNS}),
      ${DOCUMENT_CTE('$17')}
      SELECT * FROM main`,
     [j.status, j.printer, j.redirectedFrom, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
@@ -157,7 +170,7 @@ export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJo
          copies, priority, checkin, task, flow, retention_sec)
        SELECT $3, chain_end.name, CASE WHEN chain_end.name = $1 THEN NULL ELSE $1 END, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
          FROM ${CHAIN_END} WHERE chain_end.name = $2
-       RETURNING *`,
+       RETURNING ${JOB_COLUMNS}`,
     also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $17 FROM main), ${DOCUMENT_CTE('$18')}`,
     // a printer held (paused, disabled) needs no wake-up: read under the share lock, so its resume or
     // re-enabling (which wakes it) commits after this job and its run sees it
@@ -236,7 +249,7 @@ export function insertJobsStatement(items: readonly JobToInsert[]): FusedStateme
        SELECT id, seq, status, target, CASE WHEN target = sent_to THEN NULL ELSE sent_to END, creator, owner, name, file_name, mime_type, size, sha256,
          copies, priority, checkin::jsonb, task::jsonb, flow, retention_sec
          FROM ok ORDER BY k
-       RETURNING *`,
+       RETURNING ${JOB_COLUMNS}`,
     also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text)
        SELECT id, target, 'info', left(log_start || CASE WHEN target = sent_to THEN '' ELSE ' (sent to "' || sent_to || '", redirected)' END || ' -> ' || status, ${LOG_TEXT_MAX})
          FROM ok ORDER BY k),
@@ -257,7 +270,7 @@ export function insertJobsStatement(items: readonly JobToInsert[]): FusedStateme
 export const parseJobId = (raw: string): number | undefined => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : undefined);
 
 export async function getJob(sql: Sql, id: number, lock = false): Promise<PrintJobRow | undefined> {
-  const { rows } = await sql.query<PrintJobRow>(`SELECT * FROM print_jobs WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id]);
+  const { rows } = await sql.query<PrintJobRow>(`SELECT ${JOB_COLUMNS} FROM print_jobs WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id]);
   return rows[0];
 }
 
@@ -300,7 +313,7 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
        next_attempt_at = CASE WHEN $10 THEN NULL WHEN $13::bigint IS NOT NULL THEN now() + $13::bigint * interval '1 millisecond' ELSE next_attempt_at END,
        -- a requeued job (repeat, resume, move) starts a new delivery
        handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END
-     WHERE id = $1 RETURNING *),
+     WHERE id = $1 RETURNING ${JOB_COLUMNS}),
      l AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, $14, $15 FROM u)
      SELECT * FROM u`,
     [job.id, to, isFinalJobState(to), opts.message !== undefined, opts.message ?? null, set.printer ?? null,
@@ -411,21 +424,39 @@ function concatSql(xs: string[]): string {
 }
 
 /** The pieces of a listed row's JSON text for these fields, in order, adjacent literals merged (`,"created":"`). */
-function rowParts(names: readonly string[], retention: RetentionDefaults): Part[] {
+function rowParts(names: readonly string[], retention: RetentionDefaults, { open = true, close = true } = {}): Part[] {
   const parts: Part[] = [];
   const push = (x: Part) => {
     const prev = parts[parts.length - 1];
     if (typeof x !== 'string' && prev !== undefined && typeof prev !== 'string') prev.lit += x.lit;
     else parts.push(typeof x === 'string' ? x : { lit: x.lit });
   };
+  if (open && !names.length) push({ lit: '{' });
   names.forEach((name, i) => {
     const f = LISTED_BY_NAME.get(name)!;
-    push({ lit: `${i === 0 ? '{' : ','}"${name}":` });
+    push({ lit: `${i === 0 && open ? '{' : ','}"${name}":` });
     for (const x of typeof f === 'function' ? [f(retention)] : typeof f === 'string' ? [f] : f) push(x);
   });
-  push({ lit: names.length ? '}' : '{}' });
+  if (close) push({ lit: '}' });
   return parts;
 }
+
+/**
+ * The fields migration 017's `listing` column holds for every job, in order:
+ * `id` to `stages`, the text of a whole listing's row up to the fields that
+ * are not the row's alone (`retention` depends on the configuration).
+ */
+export const LISTING_COLUMN_FIELDS: readonly string[] = LISTED_FIELDS.slice(0, LISTED_FIELDS.findIndex(([n]) => n === 'stages') + 1).map(([n]) => n);
+const LISTING_TAIL_FIELDS = LISTED_FIELDS.slice(LISTING_COLUMN_FIELDS.length).map(([n]) => n);
+
+/**
+ * A whole row's JSON text from the `listing` column and the fields after it.
+ * The column is written by a trigger with every row (never NULL); the fallback
+ * builds the same fields here should it be.
+ */
+const fromListingColumn = (retention: RetentionDefaults): string =>
+  `(coalesce(listing, ${concatSql(rowParts(LISTING_COLUMN_FIELDS, retention, { close: false }).map(partSql))})`
+  + ` || ${concatSql(rowParts(LISTING_TAIL_FIELDS, retention, { open: false }).map(partSql))})`;
 const partSql = (x: Part) => typeof x === 'string' ? `(${x})` : `'${x.lit}'`;
 
 /** Each listed field's piece of the row's JSON text on its own (`',"status":"' || (status) || '"'`), for bench/print-listing-sql.ts. */
@@ -437,10 +468,10 @@ const projections = new Map<string, string>();
 /** A listed job's JSON text (`{"id":1,…}`) for the presented fields (`$select`, else all), built once per field list. */
 function rowJson(select: readonly string[] | undefined, retention: RetentionDefaults): string {
   const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELDS.map(([n]) => n);
-  const key = `${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
+  const key = `${select ? 's' : '*'} ${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
   let p = projections.get(key);
   if (p) return p;
-  p = concatSql(rowParts(names, retention).map(partSql));
+  p = select ? concatSql(rowParts(names, retention).map(partSql)) : fromListingColumn(retention);
   if (projections.size < 200) projections.set(key, p);
   return p;
 }
@@ -528,7 +559,7 @@ export async function deleteJob(sql: Sql, id: number): Promise<void> {
 export async function setKeepTempfiles(sql: Sql, job: PrintJobRow, keep: boolean): Promise<PrintJobRow> {
   const drop = !keep && isFinalJobState(job.status);
   const { rows } = await sql.query<PrintJobRow>(
-    `UPDATE print_jobs SET keep_tempfiles = $2, stages = CASE WHEN $3 THEN '[]'::jsonb ELSE stages END, updated = now() WHERE id = $1 RETURNING *`,
+    `UPDATE print_jobs SET keep_tempfiles = $2, stages = CASE WHEN $3 THEN '[]'::jsonb ELSE stages END, updated = now() WHERE id = $1 RETURNING ${JOB_COLUMNS}`,
     [job.id, keep, drop]);
   await printLog(sql, { jobId: job.id, printer: job.printer, text: keep ? 'temporary files kept' : drop ? 'temporary files dropped' : 'temporary files will be dropped when the job ends' });
   return rows[0]!;

@@ -1,5 +1,5 @@
 import { canJobMove } from '../../areas/print-jobs/job-states.js';
-import { asBuffer, INLINE_DOCUMENT_OF, transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
+import { asBuffer, INLINE_DOCUMENT_OF, JOB_COLUMNS, jobColumns, transitionJob, type JobStage, type PrintJobRow } from '../../areas/print-jobs/print-job-store.js';
 import { LOG_TEXT_MAX, logText, printLog } from '../../areas/print-jobs/print-log.js';
 import { resolveRedirect, type PrinterRow } from '../../areas/printers/printer-store.js';
 import type { Outbox } from '../../outbox/outbox.js';
@@ -48,7 +48,7 @@ export type DeliveryPrinter = Pick<PrinterRow, 'name' | 'connection' | 'error'>;
  */
 export async function recoverInFlight(tx: Sql, printer: string): Promise<number> {
   const { rows } = await tx.query<PrintJobRow>(
-    `SELECT * FROM print_jobs WHERE printer = $1 AND status IN ('preprocessing', 'processing') FOR UPDATE`, [printer]);
+    `SELECT ${JOB_COLUMNS} FROM print_jobs WHERE printer = $1 AND status IN ('preprocessing', 'processing') FOR UPDATE`, [printer]);
   for (const job of rows) {
     if (job.status === 'processing' && job.handoff_at) {
       await transitionJob(tx, job, 'error', {
@@ -90,7 +90,7 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string, opts: { l
   if (!printer.enabled) return { kind: 'idle', why: 'disabled' };
   if (printer.paused) return { kind: 'idle', why: 'paused' };
   const { rows } = await tx.query<PrintJobRow & { due_in_ms: number }>(
-    `SELECT *, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000))::int AS due_in_ms
+    `SELECT ${JOB_COLUMNS}, GREATEST(0, CEIL(EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000))::int AS due_in_ms
        FROM print_jobs WHERE id = (SELECT id FROM (${WAITING_STATES.map((st) => head1(st)).join(' UNION ALL ')}) h ORDER BY priority DESC, seq LIMIT 1)
         AND status IN ${WAITING} FOR UPDATE`, [name]);
   const head = rows[0];
@@ -131,7 +131,7 @@ const claimCtes = (after = 'true') => `p AS (SELECT name, connection, error FROM
        WHERE j.id = h.id AND h.status IN ${DELIVERABLE}
          AND NOT (h.status = 'postponed' AND j.next_attempt_at > now())
          AND (j.flow IS NULL OR j.stages @> '[{"stage": "preprocessed"}]'::jsonb)
-       RETURNING j.*),
+       RETURNING ${jobColumns('j')}),
      cl AS (INSERT INTO print_logs (job_id, printer, level, text)
        SELECT c.id, c.printer, 'info', left(h.status || ' -> processing: handed to ' || p.connection
          || CASE WHEN h.attempts > 0 THEN ' (attempt ' || (h.attempts + 1) || ')' ELSE '' END, ${LOG_TEXT_MAX}) FROM c, h, p)`;
@@ -241,7 +241,7 @@ export async function deliveredAndNextMany(sql: Sql, items: readonly Delivered[]
        WHERE j.id = h.id AND h.status IN ${DELIVERABLE}
          AND NOT (h.status = 'postponed' AND j.next_attempt_at > now())
          AND (j.flow IS NULL OR j.stages @> '[{"stage": "preprocessed"}]'::jsonb)
-       RETURNING j.*, h.status AS was, h.attempts AS had),
+       RETURNING ${jobColumns('j')}, h.status AS was, h.attempts AS had),
      cl AS (INSERT INTO print_logs (job_id, printer, level, text)
        SELECT c.id, c.printer, 'info', left(c.was || ' -> processing: handed to ' || p.connection
          || CASE WHEN c.had > 0 THEN ' (attempt ' || (c.had + 1) || ')' ELSE '' END, ${LOG_TEXT_MAX}) FROM c JOIN p ON p.name = c.printer)
@@ -263,7 +263,7 @@ async function redirectWaiting(tx: Sql, outbox: Outbox, printer: PrinterRow): Pr
   const target = await resolveRedirect(tx, printer.name);
   if (target === printer.name) return 0;
   const { rows } = await tx.query<PrintJobRow>(
-    `SELECT * FROM print_jobs WHERE printer = $1 AND status IN ${WAITING} ORDER BY priority DESC, seq FOR UPDATE`, [printer.name]);
+    `SELECT ${JOB_COLUMNS} FROM print_jobs WHERE printer = $1 AND status IN ${WAITING} ORDER BY priority DESC, seq FOR UPDATE`, [printer.name]);
   for (const job of rows) {
     await transitionJob(tx, job, job.status === 'postponed' ? 'waitprocessing' : job.status, {
       log: `redirected from "${printer.name}" to "${target}"`,
@@ -287,7 +287,7 @@ export async function relaxCommit(tx: Sql): Promise<void> {
 
 /** Locks a job that this run put in flight; undefined when an operator or a recovery changed it meanwhile. */
 export async function lockInFlight(tx: Sql, job: PrintJobRow): Promise<PrintJobRow | undefined> {
-  const { rows } = await tx.query<PrintJobRow>('SELECT * FROM print_jobs WHERE id = $1 FOR UPDATE', [job.id]);
+  const { rows } = await tx.query<PrintJobRow>(`SELECT ${JOB_COLUMNS} FROM print_jobs WHERE id = $1 FOR UPDATE`, [job.id]);
   const now = rows[0];
   if (!now || now.status !== job.status || now.seq !== job.seq) return undefined;
   if (job.status === 'processing' && now.handoff_at?.getTime() !== job.handoff_at?.getTime()) return undefined;
@@ -333,7 +333,7 @@ export async function printersWithWork(sql: Sql, limit: number): Promise<string[
 /** The job blocking a printer's queue (in flight, else the head), for `abandon`. */
 export async function blockingJob(tx: Sql, printer: string): Promise<PrintJobRow | undefined> {
   const { rows } = await tx.query<PrintJobRow>(
-    `SELECT * FROM print_jobs WHERE printer = $1 AND status IN ('preprocessing', 'processing', 'waitpreprocessing', 'waitprocessing', 'postponed')
+    `SELECT ${JOB_COLUMNS} FROM print_jobs WHERE printer = $1 AND status IN ('preprocessing', 'processing', 'waitpreprocessing', 'waitprocessing', 'postponed')
       ORDER BY status IN ('preprocessing', 'processing') DESC, priority DESC, seq LIMIT 1 FOR UPDATE`, [printer]);
   return rows[0];
 }
