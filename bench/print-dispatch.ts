@@ -202,15 +202,16 @@ const sentPerJob = (before: ReturnType<typeof sentSnapshot>) => {
   }
   return { total: Math.round((total / JOBS) * 1000) / 1000, byKind: out, msPerStatement: latency };
 };
-/** Row operations in the bench's schema (pg_stat_user_tables), per job. */
+/** Row operations, sequential scans (and the rows they read) and index scans in the bench's schema (pg_stat_user_tables), per job. */
 async function tupleCounts(db: pg.Client | undefined, schema: string): Promise<Map<string, number>> {
   const m = new Map<string, number>();
   if (!db || args.rows !== 'on') return m;
   // the statistics of this backend's transaction are a snapshot: clear it so every read is fresh
   await db.query('SELECT pg_stat_clear_snapshot()');
-  const { rows } = await db.query<{ relname: string; ins: string; upd: string; hot: string; del: string }>(
-    `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot, n_tup_del AS del FROM pg_stat_user_tables WHERE schemaname = $1`, [schema]);
-  for (const r of rows) for (const k of ['ins', 'upd', 'hot', 'del'] as const) m.set(`${r.relname}.${k}`, Number(r[k]));
+  const { rows } = await db.query<{ relname: string; ins: string; upd: string; hot: string; del: string; seq: string; seqread: string; idx: string }>(
+    `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot, n_tup_del AS del, seq_scan AS seq, seq_tup_read AS seqread,
+       coalesce(idx_scan, 0) AS idx FROM pg_stat_user_tables WHERE schemaname = $1`, [schema]);
+  for (const r of rows) for (const k of ['ins', 'upd', 'hot', 'del', 'seq', 'seqread', 'idx'] as const) m.set(`${r.relname}.${k}`, Number(r[k]));
   return m;
 }
 const tuplesPerJob = (a: Map<string, number>, b: Map<string, number>) => {
