@@ -57,7 +57,7 @@ try {
             now() - i * interval '1 second', now() - i * interval '1 second', now() - i * interval '1 second'
      FROM generate_series(1, $1::int) AS i`, [100_000, ['processed', 'canceled', 'error', 'paused']]);
   await db.exec('ANALYZE print_jobs');
-  const { listJobs, listedFieldsSql } = await import('../src/areas/print-jobs/print-job-store.js');
+  const { LISTED_FIELD_NAMES, listJobs, listedFieldsSql } = await import('../src/areas/print-jobs/print-job-store.js');
   let shippedText = '';
   const { parseODataQuery } = await import('../src/query/odata.js');
   const { JOB_FIELDS } = await import('../src/areas/print-jobs/job-fields.js');
@@ -65,9 +65,7 @@ try {
   await listJobs({ ...db, queryArrays: async (text: string) => { shippedText = text; return [['[]']] as never[]; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
   // the same page built field by field at every request (what a listing without $select ran before migration 017's listing column)
   let builtText = '';
-  const every = ['id', 'status', 'printer', 'user', 'owner', 'name', 'fileName', 'mimeType', 'size', 'copies', 'priority', 'pages', 'checkin', 'task',
-    'flow', 'redirectedFrom', 'message', 'created', 'updated', 'finished', 'keepTempfiles', 'stages', 'retention', 'attempts', 'nextAttempt'];
-  await listJobs({ ...db, queryArrays: async (text: string) => { builtText = text; return [['[]']] as never[]; } }, { ...q, select: every }, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
+  await listJobs({ ...db, queryArrays: async (text: string) => { builtText = text; return [['[]']] as never[]; } }, { ...q, select: [...LISTED_FIELD_NAMES] }, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
   const client = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}" -c TimeZone=UTC` });
   await client.connect();
   const backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;

@@ -392,6 +392,8 @@ const LISTED_FIELDS: readonly [string, string | Part[] | ((d: RetentionDefaults)
   ['nextAttempt', orNull(`'"' || ${isoMarkedSql('next_attempt_at')} || '"'`)],
 ];
 const LISTED_BY_NAME = new Map(LISTED_FIELDS);
+/** Every listed field's name, in presentJob's order (a listing without `$select`). */
+export const LISTED_FIELD_NAMES: readonly string[] = LISTED_FIELDS.map(([n]) => n);
 
 /** Seconds a job is kept after each state unless it sets its own (config `print.retention`). */
 export type RetentionDefaults = Record<'processed' | 'canceled' | 'error' | 'paused', number>;
@@ -446,8 +448,8 @@ function rowParts(names: readonly string[], retention: RetentionDefaults, { open
  * `id` to `stages`, the text of a whole listing's row up to the fields that
  * are not the row's alone (`retention` depends on the configuration).
  */
-export const LISTING_COLUMN_FIELDS: readonly string[] = LISTED_FIELDS.slice(0, LISTED_FIELDS.findIndex(([n]) => n === 'stages') + 1).map(([n]) => n);
-const LISTING_TAIL_FIELDS = LISTED_FIELDS.slice(LISTING_COLUMN_FIELDS.length).map(([n]) => n);
+export const LISTING_COLUMN_FIELDS: readonly string[] = LISTED_FIELD_NAMES.slice(0, LISTED_FIELD_NAMES.indexOf('stages') + 1);
+const LISTING_TAIL_FIELDS = LISTED_FIELD_NAMES.slice(LISTING_COLUMN_FIELDS.length);
 
 /**
  * A whole row's JSON text from the `listing` column and the fields after it.
@@ -467,7 +469,7 @@ const projections = new Map<string, string>();
 
 /** A listed job's JSON text (`{"id":1,…}`) for the presented fields (`$select`, else all), built once per field list. */
 function rowJson(select: readonly string[] | undefined, retention: RetentionDefaults): string {
-  const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELDS.map(([n]) => n);
+  const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELD_NAMES;
   const key = `${select ? 's' : '*'} ${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
   let p = projections.get(key);
   if (p) return p;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../src/blobs/blob-store.js';
 import { createOutbox } from '../../../src/outbox/outbox.js';
 import { submitPrintJob } from '../../../src/areas/print-jobs/submit-print-job.js';
-import { getJob, JOB_COLUMN_NAMES, LISTING_COLUMN_FIELDS, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
+import { getJob, JOB_COLUMN_NAMES, LISTED_FIELD_NAMES, LISTING_COLUMN_FIELDS, listJobs } from '../../../src/areas/print-jobs/print-job-store.js';
 import { jobListWriter, presentJob, selectFields } from '../../../src/areas/print-jobs/present.js';
 import { JOB_FIELDS } from '../../../src/areas/print-jobs/job-fields.js';
 import { parseODataQuery } from '../../../src/query/odata.js';
@@ -59,6 +59,9 @@ describe.each(bothDrivers())('the listing column on %s', (_name, open) => {
     const job = await submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'cols', name: 'c' });
     expect(Object.keys(job).sort()).toEqual([...JOB_COLUMN_NAMES].sort());
     expect(Object.keys((await getJob(t.db, Number(job.id)))!).sort()).toEqual([...JOB_COLUMN_NAMES].sort());
+    // a listing's fields are presentJob's, in its order
+    expect(LISTED_FIELD_NAMES).toEqual(ALL_FIELDS);
+    expect(Object.keys(presentJob(job, DEFAULTS))).toEqual(ALL_FIELDS);
   });
 
   it('is the job as presented after the insert and after every kind of update, for rows of every shape', async () => {
