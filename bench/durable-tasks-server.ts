@@ -19,7 +19,12 @@
  * prefix; prints one JSON line `{"bench":"durable-tasks","url","pid",
  * "schema"}`; drops both and exits on SIGTERM/SIGINT or when stdin closes.
  *
- * Run: node --import tsx bench/durable-tasks-server.ts --tasks 2000 --concurrency 4
+ * `--store none` is the HTTP floor: no database at all. The start route only
+ * calls `queue.add` and answers 204, the processor only counts the job, and
+ * `GET /completed` answers `{ "completed": n }`: what an HTTP start and a
+ * BullMQ job cost on the machine, with nothing durable.
+ *
+ * Run: node --import tsx bench/durable-tasks-server.ts --tasks 2000 --concurrency 4 [--store postgres|none]
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -36,22 +41,29 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '4' },
     database: { type: 'string', default: 'postgresql://postgres@127.0.0.1:5432/test' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    store: { type: 'string', default: 'postgres' },
   },
 });
+if (args.store !== 'postgres' && args.store !== 'none') throw new Error('--store: postgres or none');
+const durable = args.store === 'postgres';
 const schema = `bench_durable_tasks_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
 const table = `"${schema}".tasks`;
 const admin = new pg.Client({ connectionString: args.database });
-await admin.connect();
-await admin.query(`CREATE SCHEMA "${schema}"`);
-await admin.query(`CREATE TABLE ${table} (id int PRIMARY KEY, status text NOT NULL, modified timestamptz NOT NULL DEFAULT now())`);
-await admin.query(`INSERT INTO ${table} (id, status) SELECT g, 'created' FROM generate_series(0, $1::int - 1) g`, [Number(args.tasks)]);
-await admin.query(`ANALYZE ${table}`);
+if (durable) {
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA "${schema}"`);
+  await admin.query(`CREATE TABLE ${table} (id int PRIMARY KEY, status text NOT NULL, modified timestamptz NOT NULL DEFAULT now())`);
+  await admin.query(`INSERT INTO ${table} (id, status) SELECT g, 'created' FROM generate_series(0, $1::int - 1) g`, [Number(args.tasks)]);
+  await admin.query(`ANALYZE ${table}`);
+}
 
 const pool = new pg.Pool({ connectionString: `${args.database}?application_name=${schema}`, max: 20 });
 const connection = { url: args.redis, maxRetriesPerRequest: null };
 const queue = new Queue('durable-tasks', { connection, prefix: schema, defaultJobOptions: { removeOnComplete: true, attempts: 5 } });
+let completed = 0;
 const worker = new Worker('durable-tasks', async (job) => {
-  await pool.query(`UPDATE ${table} SET status = 'completed', modified = now() WHERE id = $1 AND status = 'processing'`, [(job.data as { id: number }).id]);
+  if (durable) await pool.query(`UPDATE ${table} SET status = 'completed', modified = now() WHERE id = $1 AND status = 'processing'`, [(job.data as { id: number }).id]);
+  completed += 1;
 }, { connection, prefix: schema, concurrency: Number(args.concurrency) });
 await worker.waitUntilReady();
 
@@ -60,10 +72,15 @@ const router = new Router();
 router.post('/tasks/:id/start', async (ctx) => {
   const id = Number(ctx.params.id);
   if (!Number.isInteger(id)) ctx.throw(400);
-  const { rowCount } = await pool.query(`UPDATE ${table} SET status = 'processing', modified = now() WHERE id = $1 AND status = 'created'`, [id]);
-  if (rowCount !== 1) ctx.throw(409);
+  if (durable) {
+    const { rowCount } = await pool.query(`UPDATE ${table} SET status = 'processing', modified = now() WHERE id = $1 AND status = 'created'`, [id]);
+    if (rowCount !== 1) ctx.throw(409);
+  }
   await queue.add('run', { id }, { jobId: `task-${id}` });
   ctx.status = 204;
+});
+router.get('/completed', (ctx) => {
+  ctx.body = { completed };
 });
 app.use(router.routes());
 app.use(router.allowedMethods());
@@ -82,8 +99,10 @@ const stop = async () => {
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
   await pool.end();
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
+  if (durable) {
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  }
   await dropRedisPrefix(args.redis!, schema);
   process.exit(0);
 };

@@ -27,6 +27,9 @@
  *   target's floor): the same starts against bench/durable-tasks-server.ts,
  *   the least a service needs to start a task over HTTP durably and run it
  *   through BullMQ (one committed row per start, one per completion).
+ *   Then the **HTTP floor**: the same server with `--store none`, where a
+ *   start is only `queue.add` and a 204 and the processor only counts: what
+ *   the HTTP start and the BullMQ job cost on the machine, nothing durable.
  *
  * - **chunking**: one task of `--items` zero-delay items, start -> completed,
  *   once per `--per-job` value (`queues.taskItemsPerJob`: one job per item
@@ -283,9 +286,9 @@ async function bare(): Promise<{ seconds: number; perSecond: number }> {
  * from the first start until the database shows every row completed, as the
  * service is.
  */
-async function durable(compiledDir: string | undefined): Promise<{ seconds: number; perSecond: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; concurrency: number }> {
+async function durable(compiledDir: string | undefined, store: 'postgres' | 'none' = 'postgres'): Promise<{ seconds: number; perSecond: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; concurrency: number }> {
   const concurrency = Number(args.concurrency ?? 4);
-  const server = await spawnServer('bench/durable-tasks-server.ts', ['--tasks', String(n), '--concurrency', String(concurrency)], [], { compiledDir });
+  const server = await spawnServer('bench/durable-tasks-server.ts', ['--tasks', String(n), '--concurrency', String(concurrency), '--store', store], [], { compiledDir });
   const { url, schema } = server.info as { url: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
   await db.connect();
@@ -299,7 +302,11 @@ async function durable(compiledDir: string | undefined): Promise<{ seconds: numb
       const res = await call('POST', `${url}/tasks/${i}/start`, '');
       if (res.status !== 204) throw new Error(`durable floor start: ${res.status}`);
     });
-    await waitCompleted(db, schema, n);
+    if (store === 'postgres') await waitCompleted(db, schema, n);
+    else {
+      // no database: the server counts the jobs its worker completed
+      while (((await call('GET', `${url}/completed`, '')).json as { completed: number }).completed < n) await new Promise((r) => setTimeout(r, 20));
+    }
     const seconds = (performance.now() - t0) / 1000;
     const split1 = procCpuSplitOf(pids);
     const serverCpuMsPerTask = split0 && split1 ? ((split1.user + split1.system - split0.user - split0.system) * 1000) / n : NaN;
@@ -316,11 +323,15 @@ const compiled = mode === 'compiled' ? await compileServers() : undefined;
 let floor: Awaited<ReturnType<typeof bare>>;
 let ours: Awaited<ReturnType<typeof service>>;
 let durableFloor: Awaited<ReturnType<typeof durable>> | undefined;
+let httpFloor: Awaited<ReturnType<typeof durable>> | undefined;
 const big: Awaited<ReturnType<typeof bigTask>>[] = [];
 try {
   floor = await bare();
   ours = await service(compiled?.dir);
-  if (args.durable !== 'off') durableFloor = await durable(compiled?.dir);
+  if (args.durable !== 'off') {
+    durableFloor = await durable(compiled?.dir);
+    httpFloor = await durable(compiled?.dir, 'none');
+  }
   if (items > 0) for (const perJob of perJobs) big.push(await bigTask(compiled?.dir, perJob));
 } finally {
   compiled?.cleanup();
@@ -340,6 +351,9 @@ printTable(['what', 'seconds', 'per second'], [
 console.log(`ratio service / bare BullMQ: ${fmt(ratio, 2)} (target >= 0.5); creating the tasks took ${fmt(ours.createSeconds, 1)} s (not timed); the ${n} start requests were answered after ${fmt(ours.startsSeconds, 2)} s; server CPU ${fmt(ours.serverCpuMsPerTask, 2)} ms${ours.serverProcesses > 1 ? ` (API and ${ours.serverProcesses - 1} worker process(es) summed)` : ''} (${ours.serverSysMsPerTask === undefined ? '?' : fmt(ours.serverSysMsPerTask, 2)} ms of it in the kernel) and PostgreSQL CPU ${fmt(ours.pgCpuMsPerTask, 2)} ms per task (${ours.pgBackends} backends)`);
 if (durableFloor) {
   console.log(`durable floor (HTTP start: one PostgreSQL row committed, queue.add; a BullMQ worker of concurrency ${durableFloor.concurrency} completes the row; context, not the target): ${fmt(durableFloor.perSecond, 0)} tasks/s in ${fmt(durableFloor.seconds, 2)} s (${fmt(durableFloor.perSecond / floor.perSecond, 2)} x bare BullMQ); service / durable floor: ${fmt(ours.perSecond / durableFloor.perSecond, 2)}; its server CPU ${fmt(durableFloor.serverCpuMsPerTask, 2)} ms and PostgreSQL CPU ${fmt(durableFloor.pgCpuMsPerTask, 2)} ms per task`);
+}
+if (httpFloor) {
+  console.log(`HTTP floor (HTTP start: queue.add only; a BullMQ worker of concurrency ${httpFloor.concurrency} counts it; no database; context, not the target): ${fmt(httpFloor.perSecond, 0)} tasks/s in ${fmt(httpFloor.seconds, 2)} s (${fmt(httpFloor.perSecond / floor.perSecond, 2)} x bare BullMQ); service / HTTP floor: ${fmt(ours.perSecond / httpFloor.perSecond, 2)}; its server CPU ${fmt(httpFloor.serverCpuMsPerTask, 2)} ms per task`);
 }
 console.log(`start requests as the clients saw them: mean ${fmt(ours.startMs.mean, 1)} ms, p50 ${fmt(ours.startMs.p50, 1)} ms, p99 ${fmt(ours.startMs.p99, 1)} ms`);
 if (ours.sql) {
@@ -361,7 +375,7 @@ if (big.length > 0) {
   printTable([`one ${items}-item task: items per job`, 'seconds', 'items per second'], big.map((b) => [b.perJob, fmt(b.seconds, 2), fmt(b.itemsPerSecond, 0)]));
 }
 console.log(JSON.stringify({
-  bench: 'tasks', tasks: n, workers: Number(args.workers), connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, durable: durableFloor, bigTask: big,
+  bench: 'tasks', tasks: n, workers: Number(args.workers), connections, server: mode, concurrency: args.concurrency ?? 'default', bare: floor, service: ours, ratio, durable: durableFloor, http: httpFloor, bigTask: big,
   loadavg: { before: load0, after: os.loadavg() }, busyCores: busyCores(cpu0, cpu1), cores: os.cpus().length,
   ...(args['profile-dir'] ? { profileWindowUs: window } : {}),
 }));
