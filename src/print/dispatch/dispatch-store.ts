@@ -220,9 +220,10 @@ export async function deliveredAndNextMany(sql: Sql, items: readonly Delivered[]
      u AS (UPDATE print_jobs j SET status = 'processed', updated = now(), finished = now(), message = i.message, handoff_at = NULL,
          stages = CASE WHEN j.keep_tempfiles THEN j.stages ELSE '[]'::jsonb END
        FROM i
-       -- plain equalities (the guard's values are never NULL): indexable, so no generic plan made while
-       -- print_jobs was small settles on a sequential scan filtered by status (docs/benchmarks.md, stop 18)
-       WHERE j.id = i.id AND j.status = 'processing' AND j.seq = i.seq AND j.attempts = i.attempts AND j.handoff_at IS NOT NULL
+       -- the jobs by primary key (= ANY: so no generic plan made while print_jobs was small settles on a
+       -- sequential scan, docs/benchmarks.md, stop 18), the rest of the guard unindexed (architecture.md)
+       WHERE j.id = ANY($2::bigint[]) AND j.id = i.id
+         AND (j.status, j.seq, j.attempts, j.handoff_at IS NOT NULL) IS NOT DISTINCT FROM ('processing', i.seq, i.attempts, true)
          AND (SELECT locked FROM lk)
        RETURNING j.id, j.printer, i.log, i.touch),
      ul AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', log FROM u),
