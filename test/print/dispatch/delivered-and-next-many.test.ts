@@ -109,6 +109,7 @@ for (const [driver, open] of bothDrivers()) {
       const { rows } = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM print_jobs WHERE status = 'processed'`);
       expect(rows[0]!.n).toBe(15);
     });
+
     it('its generic plan reads the outcome\'s jobs through an index, even when planned on a small table', async () => {
       // a generic plan made while print_jobs was small is kept until the next ANALYZE: a sequential
       // scan in it read the whole table at every outcome once the table had grown (docs/benchmarks.md, stop 18);
