@@ -22,6 +22,7 @@ import { createOutbox } from '../src/outbox/outbox.js';
 import { openPostgres } from '../src/storage/driver/postgres.js';
 import { migrate } from '../src/storage/migrate.js';
 import { fmt, procCpuSeconds } from './lib.js';
+import { explainGenericPlan, lastStatement } from '../test/helpers/generic-plan.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -56,28 +57,11 @@ async function explain(batch: number): Promise<void> {
     if (step.kind !== 'deliver') throw new Error('nothing claimed');
     inFlight.push(step.job);
   }
-  // the statement's text and parameters, caught on a transaction that is rolled back
-  let seen: { text: string; params: readonly unknown[] } | undefined;
-  const rollback = (err: Error) => {
-    if (err.message !== 'rollback') throw err;
-  };
-  await db.transaction(async (tx) => {
-    const spy = { ...tx, query: (t: string, p?: readonly unknown[]) => { seen = { text: t, params: p ?? [] }; return tx.query(t, p); } } as typeof tx;
-    if (batch > 0) await deliveredAndNextMany(spy, inFlight.map((job) => ({ job, message: 'ok', touchPrinter: true })));
-    else await deliveredAndNext(spy, inFlight[0]!, 'ok', true);
-    throw new Error('rollback');
-  }).catch(rollback);
-  await db.transaction(async (tx) => {
-    await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan');
-    await tx.exec(`PREPARE x AS ${seen!.text}`);
-    // a utility statement takes no parameters: the values as literals (arrays as array literals)
-    const quote = (v: unknown) => `'${String(v).replace(/'/g, "''")}'`;
-    const element = (v: unknown) => `"${String(v).replace(/["\\]/g, (c) => `\\${c}`)}"`;
-    const lit = (v: unknown) => (v === null || v === undefined ? 'NULL' : Array.isArray(v) ? quote(`{${v.map(element).join(',')}}`) : quote(v));
-    const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE x(${seen!.params.map(lit).join(', ')})`);
-    console.log(rows.map((r) => r['QUERY PLAN']).join('\n'));
-    throw new Error('rollback');
-  }).catch(rollback);
+  // the statement's text and parameters, caught on a transaction that is rolled back, then its generic plan run and explained
+  const sent = await lastStatement(db, (sql) => (batch > 0
+    ? deliveredAndNextMany(sql, inFlight.map((job) => ({ job, message: 'ok', touchPrinter: true })))
+    : deliveredAndNext(sql, inFlight[0]!, 'ok', true)));
+  console.log(await explainGenericPlan(db, sent, 'ANALYZE, BUFFERS'));
 }
 
 try {

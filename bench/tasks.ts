@@ -284,9 +284,10 @@ async function bare(): Promise<{ seconds: number; perSecond: number }> {
  * autocommitted UPDATE per start, `queue.add`, a BullMQ worker of the
  * service's default concurrency that completes the row in one UPDATE), timed
  * from the first start until the database shows every row completed, as the
- * service is.
+ * service is. With `store` 'none', the HTTP floor: the same server without a
+ * database (`--store none`), timed until its worker has counted every job.
  */
-async function durable(compiledDir: string | undefined, store: 'postgres' | 'none' = 'postgres'): Promise<{ seconds: number; perSecond: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; concurrency: number }> {
+async function floorService(compiledDir: string | undefined, store: 'postgres' | 'none' = 'postgres'): Promise<{ seconds: number; perSecond: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; concurrency: number }> {
   const concurrency = Number(args.concurrency ?? 4);
   const server = await spawnServer('bench/durable-tasks-server.ts', ['--tasks', String(n), '--concurrency', String(concurrency), '--store', store], [], { compiledDir });
   const { url, schema } = server.info as { url: string; schema: string };
@@ -322,15 +323,15 @@ const cpu0 = machineCpu();
 const compiled = mode === 'compiled' ? await compileServers() : undefined;
 let floor: Awaited<ReturnType<typeof bare>>;
 let ours: Awaited<ReturnType<typeof service>>;
-let durableFloor: Awaited<ReturnType<typeof durable>> | undefined;
-let httpFloor: Awaited<ReturnType<typeof durable>> | undefined;
+let durableFloor: Awaited<ReturnType<typeof floorService>> | undefined;
+let httpFloor: Awaited<ReturnType<typeof floorService>> | undefined;
 const big: Awaited<ReturnType<typeof bigTask>>[] = [];
 try {
   floor = await bare();
   ours = await service(compiled?.dir);
   if (args.durable !== 'off') {
-    durableFloor = await durable(compiled?.dir);
-    httpFloor = await durable(compiled?.dir, 'none');
+    durableFloor = await floorService(compiled?.dir);
+    httpFloor = await floorService(compiled?.dir, 'none');
   }
   if (items > 0) for (const perJob of perJobs) big.push(await bigTask(compiled?.dir, perJob));
 } finally {

@@ -5,6 +5,7 @@ import { claimNext, deliveredAndNextMany, type NextStep } from '../../../src/pri
 import { OutcomeBatcher } from '../../../src/print/dispatch/outcome-batcher.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { bothDrivers, type TestDatabase } from '../../helpers/databases.js';
+import { explainGenericPlan, lastStatement } from '../../helpers/generic-plan.js';
 
 /**
  * The outcome-and-next statement for several printers at once (the engine's
@@ -120,22 +121,8 @@ for (const [driver, open] of bothDrivers()) {
       await t.db.query(`INSERT INTO print_jobs (status, printer, name, mime_type, size, blob_sha256, priority)
         SELECT 'processed', 'c', 'old ' || i, 'text/plain', 1, repeat('a', 64), 10 FROM generate_series(1, 300) i`);
       const inFlight = [await claim(t.db, 'a'), await claim(t.db, 'b')];
-      let seen: { text: string; params: readonly unknown[] } | undefined;
-      await t.db.transaction(async (tx) => {
-        const spy = { ...tx, query: (text: string, params?: readonly unknown[]) => { seen = { text, params: params ?? [] }; return tx.query(text, params); } } as typeof tx;
-        await deliveredAndNextMany(spy, inFlight.map((job) => ({ job, message: 'ok', touchPrinter: true })));
-        throw new Error('rollback');
-      }).catch((err: Error) => { if (err.message !== 'rollback') throw err; });
-      const quote = (v: unknown) => `'${String(v).replace(/'/g, "''")}'`;
-      const element = (v: unknown) => `"${String(v).replace(/["\\]/g, (c) => `\\${c}`)}"`;
-      const literal = (v: unknown) => (Array.isArray(v) ? quote(`{${v.map(element).join(',')}}`) : quote(v));
-      const plan = await t.db.transaction(async (tx) => {
-        await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan');
-        await tx.exec(`PREPARE outcome_plan AS ${seen!.text}`);
-        const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE outcome_plan(${seen!.params.map(literal).join(', ')})`);
-        await tx.exec('DEALLOCATE outcome_plan');
-        return rows.map((r) => r['QUERY PLAN']).join('\n');
-      });
+      const sent = await lastStatement(t.db, (sql) => deliveredAndNextMany(sql, inFlight.map((job) => ({ job, message: 'ok', touchPrinter: true }))));
+      const plan = await explainGenericPlan(t.db, sent);
       expect(plan).not.toMatch(/Seq Scan on print_jobs/);
       // the outcome's part (CTE u, up to its log lines): by primary key (an index or a bitmap scan of it)
       const outcome = plan.slice(plan.indexOf('CTE u\n'), plan.indexOf('CTE ul\n'));
