@@ -40,10 +40,10 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { AREAS } from '../src/areas/index.js';
 import type { Area } from '../src/areas/area.js';
-import { submitPrintJob } from '../src/areas/print-jobs/submit-print-job.js';
+import { submitPrintJob } from '../src/areas/print/jobs/submit-print-job.js';
 import { loadConfig } from '../src/config/load.js';
 import { createLogger } from '../src/logging/logger.js';
-import { printDispatchParts } from '../src/print/dispatch/index.js';
+import { printDispatchParts } from '../src/areas/print/dispatch/index.js';
 import { startRuntime } from '../src/runtime/runtime.js';
 import { ROOT, busyCores, dropRedisPrefix, fmt, machineCpu, pgCpuMeter, printTable, procCpuSeconds } from './lib.js';
 

@@ -57,10 +57,10 @@ try {
             now() - i * interval '1 second', now() - i * interval '1 second', now() - i * interval '1 second'
      FROM generate_series(1, $1::int) AS i`, [100_000, ['processed', 'canceled', 'error', 'paused']]);
   await db.exec('ANALYZE print_jobs');
-  const { LISTED_FIELD_NAMES, listJobs, listedFieldsSql } = await import('../src/areas/print-jobs/print-job-store.js');
+  const { LISTED_FIELD_NAMES, listJobs, listedFieldsSql } = await import('../src/areas/print/jobs/store/job-store.js');
   let shippedText = '';
   const { parseODataQuery } = await import('../src/query/odata.js');
-  const { JOB_FIELDS } = await import('../src/areas/print-jobs/job-fields.js');
+  const { JOB_FIELDS } = await import('../src/areas/print/jobs/job-fields.js');
   const q = parseODataQuery(`$filter=${encodeURIComponent("status eq 'processed' and printer eq 'p7'")}&$orderby=created desc&$top=100`, JOB_FIELDS);
   await listJobs({ ...db, queryArrays: async (text: string) => { shippedText = text; return [['[]']] as never[]; } }, q, undefined, { processed: 1, canceled: 1, error: 1, paused: 1 });
   // the same page built field by field at every request (what a listing without $select ran before migration 017's listing column)

@@ -4,11 +4,11 @@ import { listsArea } from './lists/index.js';
 import { repositoryArea } from './repository/index.js';
 import { servicesArea } from './services/index.js';
 import { tasksArea } from './tasks/index.js';
-import { printJobsArea } from './print-jobs/index.js';
-import { printersArea } from './printers/index.js';
-import { flowsArea } from './flows/index.js';
-import { printConfigArea } from './print-config/index.js';
-import { statisticsArea } from './statistics/index.js';
+import { printJobsArea } from './print/jobs/index.js';
+import { printersArea } from './print/printers/index.js';
+import { flowsArea } from './print/flows/index.js';
+import { printConfigArea } from './print/config/index.js';
+import { statisticsArea } from './print/statistics/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before

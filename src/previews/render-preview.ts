@@ -8,7 +8,7 @@
 import { stat } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import sharp from 'sharp';
-import { threadEntry, type ThreadEntry } from '../runtime/thread-entry.js';
+import { threadEntry, type ThreadEntry } from '../threads/thread-entry.js';
 import type { PdfRenderRequest, PdfRenderResponse } from './pdf-render-thread.js';
 
 /** A rendered preview and thumbnail, both PNG. `width`/`height` are the preview's pixels. */

@@ -3,10 +3,10 @@ import type { Action } from '../../config/schema.js';
 import type { Policy } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
-import { type ListFormat, LIST_FORMATS, importFormat, parseList } from '../../lists/formats/index.js';
-import type { ListItem, Metadata } from '../../lists/formats/index.js';
-import * as store from '../../lists/list-store.js';
-import type { ItemRow, ListRow } from '../../lists/list-store.js';
+import { type ListFormat, LIST_FORMATS, importFormat, parseList } from '../../formats/index.js';
+import type { ListItem, Metadata } from '../../formats/index.js';
+import * as store from './store/list-store.js';
+import type { ItemRow, ListRow } from './store/list-store.js';
 import { displayUrl, safeFetch } from '../../net/safe-fetch.js';
 import type { ListQuery } from '../../query/tree.js';
 import type { Database } from '../../storage/driver/database.js';
@@ -29,7 +29,7 @@ const BY_EXTENSION: ReadonlyMap<string, ListFormat['name']> = new Map([['.csv', 
  * The per-user lists (spec: Lists): rights, rules and the import/export
  * flow; never sees HTTP. Lists are the caller's own: another user's list is
  * 404 as if it did not exist (nothing about it is shown), unless a role gives
- * the `all` scope on `lists`. All SQL is in `src/lists/list-store.ts`.
+ * the `all` scope on `lists`. All SQL is in `src/areas/lists/store/list-store.ts`.
  */
 export class ListService {
   constructor(private readonly o: ListServiceOptions) {}

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
-import { listTypes } from '../../lists/formats/index.js';
-import type { ItemRow, ListRow } from '../../lists/list-store.js';
+import { listTypes } from '../../formats/index.js';
+import type { ItemRow, ListRow } from './store/list-store.js';
 import type { ListEmbed } from './schema.js';
 
 /** Rows of the lists area to API bodies (`links`, `embedded`). */

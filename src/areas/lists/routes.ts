@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { Services } from '../../runtime/services.js';
 import { AppError } from '../../errors/app-error.js';
 import { hasNul, nulRefused } from '../../errors/input-errors.js';
-import { exportFormat, writeList } from '../../lists/formats/index.js';
+import { exportFormat, writeList } from '../../formats/index.js';
 import { parseListQuery, single } from '../../query/list-query.js';
 import { jsonBody } from '../../api/middleware/json-body.js';
 import { requestBody } from '../../api/middleware/body-timeout.js';
@@ -45,7 +45,7 @@ function hasBody(ctx: Context): boolean {
   return (length !== undefined && length > 0) || ctx.get('transfer-encoding') !== '';
 }
 
-/** The per-user lists (spec: Lists). Export and import by media type: `src/lists/formats/`. */
+/** The per-user lists (spec: Lists). Export and import by media type: `src/formats/`. */
 export function listRoutes(s: Services, lists: ListService): Router {
   const router = new Router();
   const json = jsonBody(s.config.server.jsonLimit);

@@ -12,7 +12,7 @@ import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 import { assertValidName } from './names.js';
 import { metadataProblem } from './metadata-rules.js';
-import { mergeMetadata } from '../../lists/merge-metadata.js';
+import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import { transactionWithUndo } from './undoable.js';
 import { insertThenMake, renameOnDisk } from './disk-steps.js';
 import { throwSqlError } from '../../errors/sql-errors.js';

@@ -1,4 +1,4 @@
-import type { ItemRow, ListRow } from '../../lists/list-store.js';
+import type { ItemRow, ListRow } from '../lists/store/list-store.js';
 import type { TaskRow } from './task-store.js';
 import type { TaskEmbed } from './schema.js';
 

@@ -1,11 +1,11 @@
 import type { Readable } from 'node:stream';
 import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
-import { batchesOf, copyEncodable, fromBatches, type CopyTarget, type ItemBatches, type ListItem, type ParsedListItem } from '../../lists/formats/index.js';
-import * as lists from '../../lists/list-store.js';
-import type { ItemRow, ListRow, Placement, StoreItem } from '../../lists/list-store.js';
-import { checkHref, docRef } from '../../lists/doc-href.js';
-import { mergeMetadata } from '../../lists/merge-metadata.js';
+import { batchesOf, copyEncodable, fromBatches, type CopyTarget, type ItemBatches, type ListItem, type ParsedListItem } from '../../formats/index.js';
+import * as lists from '../lists/store/list-store.js';
+import type { ItemRow, ListRow, Placement, StoreItem } from '../lists/store/list-store.js';
+import { checkHref, docRef } from '../lists/store/doc-href.js';
+import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import type { Logger } from '../../logging/logger.js';
 import { safeFetch } from '../../net/safe-fetch.js';
 import type { Tx } from '../../storage/driver/database.js';

@@ -6,7 +6,7 @@ import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Database, Tx } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
-import { mergeMetadata } from '../../lists/merge-metadata.js';
+import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import { metadataProblem } from '../repository/metadata-rules.js';
 import * as store from './task-store.js';
 import { ACTIVE_STATUSES } from './actions/task-states.js';
@@ -45,7 +45,7 @@ export interface NewTaskInput {
 /**
  * Task operations of the Document Workflow API: rights (area `tasks`, own or
  * all), the "active" rule, and the task rows. The input and output lists go
- * through the shared list store (`src/lists/list-store.ts`); starting and
+ * through the shared list store (`src/areas/lists/store/list-store.ts`); starting and
  * stopping tasks is the actions' business. Routes call this; it never sees HTTP.
  */
 export class TaskService {

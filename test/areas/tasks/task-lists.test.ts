@@ -157,7 +157,7 @@ describe('output list', () => {
     expect(empty.status).toBe(200);
     expect(empty.body).toMatchObject({ count: 0, embedded: { listItems: [] } });
     // a connector's result, written through the list store as the actions will
-    const { appendItem, getTaskList } = await import('../../../src/lists/list-store.js');
+    const { appendItem, getTaskList } = await import('../../../src/areas/lists/store/list-store.js');
     const out = (await getTaskList(rt.services.db, tid, 'output'))!;
     const row = (await appendItem(rt.services.db, out.lid, { href: '/v1/services/store/repo/6f1c7c2e-0000-4000-8000-000000000001', metadata: { result: 'ok' } }))!;
     const listed = await ann.get(`${base}/${tid}/output?embed=items`);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as lists from '../../../src/lists/list-store.js';
+import * as lists from '../../../src/areas/lists/store/list-store.js';
 import { parseListQuery } from '../../../src/query/list-query.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import * as store from '../../../src/areas/tasks/task-store.js';

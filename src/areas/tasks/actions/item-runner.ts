@@ -8,7 +8,7 @@ import type { JobContext, JobData } from '../../../queue/jobs.js';
 import type { Database } from '../../../storage/driver/database.js';
 import { MicroBatcher } from '../../../storage/micro-batcher.js';
 import type { ItemInterrupts } from './item-interrupts.js';
-import { mergeMetadata } from '../../../lists/merge-metadata.js';
+import { mergeMetadata } from '../../lists/store/merge-metadata.js';
 import * as store from './item-state-store.js';
 import { settle } from './settle.js';
 import type { TaskStatus } from './task-states.js';

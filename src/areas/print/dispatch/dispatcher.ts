@@ -1,0 +1,280 @@
+import { createReadStream } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { BlobStore } from '../../../blobs/blob-store.js';
+import { PrintDeliveryError, type Acknowledgement, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
+import { printBackendFor } from '../../../connectors/print-backends/registry.js';
+import { AppError } from '../../../errors/app-error.js';
+import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
+import { transitionJob, type JobStage, type PrintJobRow } from '../jobs/store/job-store.js';
+import { printLog } from '../jobs/print-log.js';
+import type { Logger } from '../../../logging/logger.js';
+import type { Outbox } from '../../../outbox/outbox.js';
+import { RunAgainError, type JobContext } from '../../../queue/jobs.js';
+import type { Database, Sql } from '../../../storage/driver/database.js';
+import { runFlow } from '../flows/run-flow.js';
+import { OutcomeBatcher } from './outcome-batcher.js';
+import { pageInfo } from '../documents/page-info.js';
+import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type DeliveryPrinter, type NextStep } from './dispatch-store.js';
+
+export interface DispatcherDeps {
+  db: Database;
+  blobs: BlobStore;
+  outbox: Outbox;
+  log: Logger;
+  /** Where flows write their stage files (one temporary directory per job). */
+  workDir: string;
+  retry: { baseMs: number; maxMs: number };
+  backend: Omit<PrintBackendContext, 'log'>;
+  /** Wakes a printer's dispatch again after a run ended (the tail check); the queue in production. */
+  wake(printer: string): Promise<unknown>;
+  /**
+   * Aborted when the process's workers have stopped: pending tail checks are
+   * cancelled and none is scheduled any more (the database is about to close;
+   * the reconciler of the next start catches up).
+   */
+  stopped?: AbortSignal;
+}
+
+/** Wait before the n-th retry of a postponed job: base, 2 base, 4 base, ... up to max. */
+export const backoffMs = (attempts: number, retry: { baseMs: number; maxMs: number }) =>
+  Math.min(retry.maxMs, retry.baseMs * 2 ** Math.min(30, Math.max(0, attempts - 1)));
+
+/** How long after a run found its queue empty it looks once more (a job committed while the run was ending). */
+const TAIL_CHECK_MS = 250;
+
+/**
+ * The `print.dispatch { printer }` handler: drains one printer's queue, one
+ * job in flight at a time (DESIGN.md section 7). One BullMQ job per printer
+ * (its id is derived from the name), so thousands of printers share one
+ * queue and a handful of workers; each run takes the next job under the
+ * printer's row lock, runs its flow, hands it to the backend and records the
+ * outcome, until the queue is empty, held (paused, disabled, redirected) or
+ * the printer is unreachable (then the run is delayed until the head job is
+ * due: `RunAgainError`).
+ *
+ * At most once: the hand-off is committed (`handoff_at`, state `processing`)
+ * before the first byte goes out; a job found in flight with that mark by a
+ * later run was interrupted between hand-off and acknowledgement and ends in
+ * `error` "delivery uncertain" instead of being sent again.
+ */
+export class Dispatcher {
+  /** When this process last wrote each printer's `last_printed` (a busy printer's row is written at most once a second). */
+  private readonly lastPrintedWritten = new Map<string, number>();
+  /** The printers' acknowledged deliveries and next hand-offs, several printers to a statement when they come together. */
+  private readonly outcomes: OutcomeBatcher;
+
+  /** Tail checks scheduled and not yet fired (cancelled when `deps.stopped` aborts). */
+  private readonly tailChecks = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.outcomes = new OutcomeBatcher(deps.db);
+    deps.stopped?.addEventListener('abort', () => {
+      for (const timer of this.tailChecks) clearTimeout(timer);
+      this.tailChecks.clear();
+    }, { once: true });
+  }
+
+  async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
+    const { db, outbox } = this.deps;
+    const claim = () => db.transaction((tx) => claimNext(tx, outbox, printer));
+    let step = await db.transaction(async (tx) => {
+      // serialises with any other run for this printer before looking at what is in flight
+      await lockPrinterDispatch(tx, printer);
+      const n = await recoverInFlight(tx, printer);
+      if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
+      return claimNext(tx, outbox, printer, { locked: true });
+    });
+    for (;;) {
+      if (ctx.signal.aborted) {
+        if (step.kind === 'deliver') await this.release(step.job);
+        ctx.signal.throwIfAborted();
+      }
+      switch (step.kind) {
+        case 'idle':
+          this.tailCheck(printer);
+          return;
+        case 'wait':
+          throw new RunAgainError(step.delayMs, `printer "${printer}" waits ${step.delayMs} ms for job ${step.job.id}`);
+        case 'preprocess':
+          await this.preprocess(step.job, ctx.signal);
+          step = await claim();
+          break;
+        case 'deliver': {
+          const after = await this.deliver(step.job, step.printer, ctx.signal, step.document);
+          if ('retryInMs' in after) throw new RunAgainError(after.retryInMs, `printer "${printer}" unreachable; job ${step.job.id} retried in ${after.retryInMs} ms`);
+          step = after.next;
+          break;
+        }
+      }
+    }
+  }
+
+  /** A job claimed but not sent when the run has to stop (shutdown): nothing left, so it waits again, due at once. */
+  private async release(job: PrintJobRow): Promise<void> {
+    await this.deps.db.transaction(async (tx) => {
+      const now = await lockInFlight(tx, job);
+      if (now) await transitionJob(tx, now, 'postponed', { log: 'released before sending (the worker is stopping)', dispatch: { handoff: 'clear', retryInMs: 0 } });
+    });
+  }
+
+  /**
+   * The run is ending with nothing to do; a job committed in the last
+   * moments found this printer's dispatch job still active, so its wake-up
+   * was dropped as a duplicate. Look once more shortly after the run has
+   * completed (the reconciler is the backstop if this process dies first).
+   */
+  private tailCheck(printer: string): void {
+    if (this.deps.stopped?.aborted) return;
+    const timer = setTimeout(() => {
+      this.tailChecks.delete(timer);
+      void hasReadyWork(this.deps.db, printer)
+        .then((ready) => (ready ? this.deps.wake(printer) : undefined))
+        .catch((err: unknown) => this.deps.log.warn({ err, printer }, 'dispatch tail check failed; the reconciler will catch up'));
+    }, TAIL_CHECK_MS).unref();
+    this.tailChecks.add(timer);
+  }
+
+  /** Runs the job's flow into stage files, stores them as blobs, and queues the job for printing; a failing flow ends it in error. */
+  private async preprocess(job: PrintJobRow, signal: AbortSignal): Promise<void> {
+    const { db, blobs } = this.deps;
+    await mkdir(this.deps.workDir, { recursive: true });
+    const work = await mkdtemp(path.join(this.deps.workDir, `job-${job.id}-`));
+    try {
+      let stages: JobStage[] = [];
+      let pages: number | null = null;
+      let failure: string | undefined;
+      try {
+        const steps = await flowSteps(db, job.flow!);
+        if (!steps) throw new AppError('FLOW_FAILED', `flow "${job.flow}" no longer exists`);
+        const result = await runFlow(steps, await jobDocumentFile(db, blobs, job, work), work, { keepStages: job.keep_tempfiles, signal });
+        const created = new Date().toISOString();
+        for (const st of result.stages) {
+          if (st.path === result.output) continue;
+          const blob = await blobs.put(createReadStream(st.path));
+          stages.push({ stage: `step-${st.step}-${st.use}`, sha256: blob.sha256, size: blob.size, mimeType: 'application/pdf', created });
+        }
+        const out = await blobs.put(createReadStream(result.output));
+        const isPdf = result.stages.length > 0;
+        stages.push({ stage: 'preprocessed', sha256: out.sha256, size: out.size, mimeType: isPdf ? 'application/pdf' : job.mime_type, created });
+        pages = (await pageInfo(result.output).catch(() => undefined))?.pages ?? null;
+      } catch (err) {
+        signal.throwIfAborted();
+        if (!(err instanceof AppError)) throw err;
+        failure = err.message;
+        stages = [];
+      }
+      await db.transaction(async (tx) => {
+        const now = await lockInFlight(tx, job);
+        if (!now) return; // canceled or recovered meanwhile: the result is not wanted
+        if (failure !== undefined) {
+          await transitionJob(tx, now, 'error', { message: failure, log: `preprocessing failed: ${failure}` });
+          return;
+        }
+        await setStages(tx, job.id, [...now.stages.filter((s) => s.stage !== 'preprocessed' && !s.stage.startsWith('step-')), ...stages], pages);
+        await transitionJob(tx, now, 'waitprocessing', { log: `preprocessed with flow "${job.flow}"${pages !== null ? ` (${pages} pages)` : ''}` });
+      });
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Sends one handed-off job and records the outcome. When the printer took
+   * it (or refused it for good), the next job is claimed in the same
+   * transaction (one commit per job instead of two); when the printer was
+   * unreachable, the job is postponed and the run waits `retryInMs`.
+   */
+  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: NextStep }> {
+    const { db, blobs } = this.deps;
+    const stage = job.stages.find((s) => s.stage === 'preprocessed');
+    const doc = stage ?? { size: Number(job.size), mimeType: job.mime_type };
+    let ack: Acknowledgement | undefined;
+    let failure: PrintDeliveryError | undefined;
+    try {
+      const backend = printBackendFor(printer.connection, { log: this.deps.log, ...this.deps.backend });
+      // the flow's output is a blob; the submitted document may be stored with the job
+      const content = stage ? blobs.reader(stage.sha256, stage.size) : await openJobDocument(db, blobs, job, document);
+      ack = await backend.send({
+        // the queue position names the delivery: a repeated job is a new delivery, a retry the same one
+        jobId: `${job.id}-${job.seq}`,
+        name: job.file_name ?? job.name,
+        user: job.owner ?? job.creator ?? 'system',
+        mimeType: doc.mimeType,
+        copies: job.copies,
+        size: doc.size,
+      }, content, signal);
+    } catch (err) {
+      if (err instanceof PrintDeliveryError) failure = err;
+      else if (err instanceof AppError) failure = new PrintDeliveryError('refused', err.message, { cause: err });
+      else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
+    }
+    if (ack) {
+      // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
+      const touch = this.touchesPrinter(printer);
+      const { delivered, next } = await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
+      if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
+      if (!delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
+      if (next) return { next };
+      return { next: await this.claimStepByStep(job.printer) };
+    }
+    return db.transaction(async (tx) => {
+      const outcome = await this.recordOutcome(tx, job, printer, failure);
+      if (outcome !== undefined) {
+        await relaxCommit(tx);
+        return { retryInMs: outcome };
+      }
+      return { next: await this.claimIn(tx, job.printer) };
+    });
+  }
+
+  /** The next step when the fused statement handed nothing off (held, redirected, empty, not yet due, a flow to run). */
+  private claimStepByStep(printer: string): Promise<NextStep> {
+    return this.deps.db.transaction((tx) => this.claimIn(tx, printer));
+  }
+
+  private async claimIn(tx: Sql, printer: string): Promise<NextStep> {
+    const next = await claimNext(tx, this.deps.outbox, printer);
+    // a hand-off is committed durably before its first byte goes out; anything else need not wait for the disk
+    if (next.kind !== 'deliver') await relaxCommit(tx);
+    return next;
+  }
+
+  /** Whether this outcome also writes the printer's `last_printed` (at most once a second per printer, or to clear an error). */
+  private touchesPrinter(printer: DeliveryPrinter): boolean {
+    return printer.error !== null || Date.now() - (this.lastPrintedWritten.get(printer.name) ?? 0) >= 1000;
+  }
+
+  /** The outcome of a failed delivery in the job's state and log; a delay when it was postponed. */
+  private async recordOutcome(tx: Sql, job: PrintJobRow, printer: DeliveryPrinter, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
+    const now = await lockInFlight(tx, job);
+    if (!now) {
+      await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${failure!.message}) after the job left processing` });
+      return undefined;
+    }
+    if (!failure) throw new Error('a delivery without an outcome');
+    switch (failure.kind) {
+      case 'not-delivered': {
+        const delay = backoffMs(now.attempts, this.deps.retry);
+        await transitionJob(tx, now, 'postponed', {
+          message: failure.message, level: 'warning',
+          log: `postponed, nothing delivered: ${failure.message}; next try in ${Math.round(delay / 1000)} s`,
+          dispatch: { handoff: 'clear', retryInMs: delay },
+        });
+        await recordDevice(tx, job.printer, { error: failure.message });
+        return delay;
+      }
+      case 'duplicate':
+        await transitionJob(tx, now, 'processed', { message: failure.message, log: `the device already has this delivery: ${failure.message}`, dispatch: { handoff: 'clear' } });
+        return undefined;
+      case 'uncertain':
+        await transitionJob(tx, now, 'error', { message: `delivery uncertain: ${failure.message}`, log: `delivery uncertain: ${failure.message}; not sent again, repeat the job to print it`, dispatch: { handoff: 'clear' } });
+        await recordDevice(tx, job.printer, { error: failure.message });
+        return undefined;
+      case 'refused':
+        await transitionJob(tx, now, 'error', { message: failure.message, log: `refused: ${failure.message}`, dispatch: { handoff: 'clear' } });
+        await recordDevice(tx, job.printer, { error: failure.message });
+        return undefined;
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import type { Sql } from '../../../storage/driver/database.js';
+import { MicroBatcher } from '../../../storage/micro-batcher.js';
+import { deliveredAndNext, deliveredAndNextMany, type Delivered, type NextStep } from './dispatch-store.js';
+
+type Result = { delivered: boolean; next?: NextStep };
+
+/**
+ * Coalesces the printers' "delivered, hand off the next" statements of one
+ * process (a `MicroBatcher`): a run whose job the device acknowledged asks
+ * for its outcome and next hand-off here; while `maxInFlight` such
+ * statements are running, the requests that come in wait and then go
+ * together as one statement (`deliveredAndNextMany`), at most one per
+ * printer and `maxBatch` in all. A lone request goes on its own
+ * (`deliveredAndNext`) at the end of the event loop's turn (`gatherTurn`:
+ * with the acknowledgements of the same turn), so an idle engine adds no
+ * delay. Every hand-off in a
+ * batch is committed before any of its runs sends a byte, exactly as with
+ * one statement per job.
+ */
+export class OutcomeBatcher {
+  private readonly batcher: MicroBatcher<Delivered, Result>;
+
+  constructor(sql: Sql, maxInFlight = 1, maxBatch = 64) {
+    this.batcher = new MicroBatcher<Delivered, Result>({
+      many: (items) => deliveredAndNextMany(sql, items),
+      one: (d) => deliveredAndNext(sql, d.job, d.message, d.touchPrinter),
+      // two runs of one printer take turns, as they do under its lock
+      key: (d) => d.job.printer,
+    }, maxInFlight, maxBatch, { gatherTurn: true });
+  }
+
+  /** The outcome of `item` recorded and the printer's next job handed off (or not: `next` undefined). */
+  deliveredAndNext(item: Delivered): Promise<Result> {
+    return this.batcher.run(item);
+  }
+}

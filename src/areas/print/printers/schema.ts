@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { printerName } from '../jobs/schema.js';
+
+const text = (max: number) => z.string().max(max).nullable().optional();
+
+/** POST /v3/printers/ and PUT /v3/printers/{name}: the printer's configuration. */
+export const printerSchema = z.strictObject({
+  name: printerName,
+  connection: z.string().min(1).max(2000),
+  description: text(2000),
+  location: text(500),
+  enabled: z.boolean().default(true),
+  flow: z.string().min(1).max(200).nullable().optional(),
+});
+
+/** PUT replaces: the name comes from the path (a body name must agree). */
+export const replaceSchema = printerSchema.extend({ name: printerName.optional() });
+
+export const messageSchema = z.strictObject({ text: z.string().min(1).max(2000) });
+export const redirectSchema = z.strictObject({ target: printerName.nullable() });
