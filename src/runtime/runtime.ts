@@ -3,13 +3,10 @@ import type { AddressInfo } from 'node:net';
 import type { AppConfig } from '../config/schema.js';
 import { createApp, type AppState } from '../api/app.js';
 import type { Logger } from '../logging/logger.js';
-import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
-import { jobHandlers } from '../worker/handlers.js';
-import { reconcile } from '../worker/reconciler.js';
+import { startWorkerSide } from '../worker/start-worker.js';
 import { AREAS } from '../areas/index.js';
 import type { Area } from '../areas/area.js';
 import { LongLivedResponses } from '../api/long-lived.js';
-import { outboxPort } from '../connectors/ports.js';
 import { buildServices, httpOrigin } from './build-services.js';
 import type { Services } from './services.js';
 
@@ -100,35 +97,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     const origin = httpOrigin(config.server.host, port);
     log.info({ url: `${origin}/v1`, docs: `${origin}/docs` }, 'API listening');
   }
-  let workers: WorkerPool | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let passing: Promise<void> | undefined;
-  // aborted once the workers have stopped: what their handlers left scheduled (dispatch tail checks) is cancelled
-  const workersStopped = new AbortController();
-  if (parts.workers) {
-    workers = startWorkers(jobHandlers(s, areas, workersStopped.signal), {
-      url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
-      concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
-      onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
-    });
-    log.debug('workers started; reconciling');
-    // Neither waits for Redis: with Redis down the process still starts (readyz says
-    // so) and the reconciler catches up once Redis is back.
-    // One pass at a time: a slow pass (Redis stalling) must not pile up behind the timer.
-    const tick = () => {
-      passing ??= reconcile(s, areas)
-        .then(() => undefined, (err: unknown) => log.warn({ err }, 'reconcile failed; will retry'))
-        .finally(() => (passing = undefined));
-    };
-    tick();
-    timer = setInterval(tick, config.queues.reconcileIntervalMs);
-    timer.unref();
-    void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
-      .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
-    // connectors' own activity (intake) belongs to the worker side
-    s.registry.start({ db: s.db, outbox: outboxPort(s.outbox, s.db) });
-    log.info({ concurrency: config.queues.concurrency }, 'workers running');
-  }
+  const workerSide = parts.workers ? startWorkerSide(s, areas) : undefined;
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -150,13 +119,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
         await closed;
         clearTimeout(grace);
       }
-      if (parts.workers) await s.registry.stop();
-      if (timer) clearInterval(timer);
-      // a reconcile pass in flight finishes before its queue and database close (bounded: with
-      // Redis gone its commands wait for a reconnection that may never come)
-      if (passing) await Promise.race([passing, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
-      await workers?.close(config.server.shutdownTimeoutMs / 2);
-      workersStopped.abort();
+      await workerSide?.stop();
       await s.relay.stop();
       s.metrics.stop();
       await s.queue.close();

@@ -1,0 +1,62 @@
+import type { Area } from '../areas/area.js';
+import { outboxPort } from '../connectors/ports.js';
+import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
+import type { Services } from '../runtime/services.js';
+import { jobHandlers } from './handlers.js';
+import { reconcile } from './reconciler.js';
+
+/** The worker side of one process, started by the runtime for roles `all` and `worker`. */
+export interface WorkerSide {
+  /**
+   * Stops intake, the reconcile timer (a pass in flight may finish), then
+   * drains the workers; the runtime closes the relay, the queues and the
+   * database after this.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts what a worker process runs besides the API: the BullMQ workers with
+ * every area's job handlers, the reconciler (at once, then every
+ * `queues.reconcileIntervalMs`), the housekeeping schedule and the
+ * connectors' own activity (intake). None of them waits for Redis: with Redis
+ * down the process still starts (`/readyz` says so) and the reconciler
+ * catches up once Redis is back.
+ */
+export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide {
+  const { config, log } = s;
+  // aborted once the workers have stopped: what their handlers left scheduled (dispatch tail checks) is cancelled
+  const workersStopped = new AbortController();
+  const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal), {
+    url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
+    concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
+    onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
+  });
+  log.debug('workers started; reconciling');
+  // One pass at a time: a slow pass (Redis stalling) must not pile up behind the timer.
+  let passing: Promise<void> | undefined;
+  const tick = () => {
+    passing ??= reconcile(s, areas)
+      .then(() => undefined, (err: unknown) => log.warn({ err }, 'reconcile failed; will retry'))
+      .finally(() => (passing = undefined));
+  };
+  tick();
+  const timer = setInterval(tick, config.queues.reconcileIntervalMs);
+  timer.unref();
+  void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
+    .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
+  s.registry.start({ db: s.db, outbox: outboxPort(s.outbox, s.db) });
+  log.info({ concurrency: config.queues.concurrency }, 'workers running');
+
+  return {
+    async stop() {
+      await s.registry.stop();
+      clearInterval(timer);
+      // a reconcile pass in flight finishes before its queue and database close (bounded: with
+      // Redis gone its commands wait for a reconnection that may never come)
+      if (passing) await Promise.race([passing, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      await workers.close(config.server.shutdownTimeoutMs / 2);
+      workersStopped.abort();
+    },
+  };
+}

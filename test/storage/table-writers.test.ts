@@ -1,0 +1,113 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * One writer per table (docs/architecture.md, "Invariants"): the module that
+ * owns a table is the only one that inserts, updates, deletes or copies into
+ * its rows; everything else calls it. A store's combined statements live in
+ * `.sql` files in a `statements/` folder beside it and belong to it. A new
+ * table needs a line here; a second writer fails the test.
+ */
+const OWNERS: Readonly<Record<string, string>> = {
+  commands: 'src/areas/commands/command-store.ts',
+  connector_leases: 'src/connectors/lifecycle/lease-store.ts',
+  connector_state: 'src/connectors/lifecycle/state-store.ts',
+  entries: 'src/areas/repository/entry-store.ts',
+  job_recreations: 'src/worker/recreation-store.ts',
+  lists: 'src/areas/lists/store/list-store.ts',
+  list_items: 'src/areas/lists/store/list-store.ts',
+  outbox: 'src/outbox/outbox-store.ts',
+  print_configs: 'src/areas/print/config/config-store.ts',
+  print_documents: 'src/areas/print/jobs/store/job-store.ts',
+  print_flows: 'src/areas/print/flows/flow-store.ts',
+  print_jobs: 'src/areas/print/jobs/store/job-store.ts',
+  print_logs: 'src/areas/print/jobs/store/job-store.ts',
+  printers: 'src/areas/print/printers/printer-store.ts',
+  schema_migrations: 'src/storage/migrate.ts',
+  task_items: 'src/areas/tasks/store/task-store.ts',
+  tasks: 'src/areas/tasks/store/task-store.ts',
+};
+/** Tables written only by triggers that their migrations define. */
+const TRIGGER_ONLY = new Set(['repo_generations']);
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const rel = (abs: string) => path.relative(ROOT, abs).split(path.sep).join('/');
+
+function filesUnder(dir: string, keep: (name: string) => boolean): string[] {
+  return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && keep(e.name))
+    .map((e) => rel(path.join(e.parentPath, e.name)));
+}
+
+const migrations = filesUnder('src/storage/migrations', (n) => n.endsWith('.ts'));
+const sources = filesUnder('src', (n) => n.endsWith('.ts') || n.endsWith('.sql')).filter((f) => !f.startsWith('src/storage/migrations/'));
+const text = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
+
+const tablesCreated = [...new Set(migrations.flatMap((f) =>
+  [...text(f).matchAll(/CREATE TABLE(?: IF NOT EXISTS)?\s+"?([a-z_][a-z0-9_]*)"?/gi)].map((m) => m[1]!.toLowerCase())))].sort();
+
+const WRITE = /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|TRUNCATE(?:\s+TABLE)?|COPY)\s+"?([a-z_][a-z0-9_]*)"?[\s(]/gi;
+
+/** Every (file, table) pair where the file's text writes the table. */
+function writers(): Map<string, Set<string>> {
+  const byTable = new Map<string, Set<string>>();
+  for (const f of [...sources, 'src/storage/migrate.ts']) {
+    for (const m of text(f).matchAll(WRITE)) {
+      const table = m[1]!.toLowerCase();
+      if (!tablesCreated.includes(table)) continue; // a word after "update" in prose, a CTE's name
+      let set = byTable.get(table);
+      if (!set) byTable.set(table, (set = new Set()));
+      set.add(f);
+    }
+  }
+  return byTable;
+}
+
+/** The files allowed to hold writes to a table: its store and the store's `statements/*.sql`. */
+function allowed(table: string, file: string): boolean {
+  const owner = OWNERS[table];
+  if (!owner) return false;
+  if (file === owner) return true;
+  return file.endsWith('.sql') && path.posix.dirname(file) === `${path.posix.dirname(owner)}/statements`;
+}
+
+describe('one writer per table', () => {
+  it('finds the tables the migrations create', () => {
+    expect(tablesCreated).toContain('print_jobs');
+    expect(tablesCreated.length).toBeGreaterThanOrEqual(15);
+  });
+
+  it('names an owning store for every table (or says a trigger alone writes it)', () => {
+    const unowned = tablesCreated.filter((t) => !OWNERS[t] && !TRIGGER_ONLY.has(t));
+    expect(unowned).toEqual([]);
+    for (const owner of Object.values(OWNERS)) expect(sources.concat('src/storage/migrate.ts')).toContain(owner);
+  });
+
+  it('no module but a table\'s store writes the table', () => {
+    const strangers: string[] = [];
+    for (const [table, files] of writers()) {
+      for (const f of files) if (!allowed(table, f)) strangers.push(`${table} written by ${f} (owner: ${OWNERS[table] ?? 'none: trigger-only'})`);
+    }
+    expect(strangers).toEqual([]);
+  });
+
+  it('a store\'s statements are loaded by that store only', () => {
+    for (const f of sources.filter((s) => s.endsWith('.sql'))) {
+      const name = path.posix.basename(f);
+      const dir = path.posix.dirname(path.posix.dirname(f));
+      const loaders = sources.filter((s) => s.endsWith('.ts') && text(s).includes(`statements/${name}`));
+      expect(loaders.length, `${f} is loaded by ${loaders.join(', ') || 'nothing'}`).toBe(1);
+      expect(path.posix.dirname(loaders[0]!)).toBe(dir);
+    }
+  });
+
+  it('the check itself sees a stranger (a write outside the store is caught)', () => {
+    const sample = 'await sql.query(`UPDATE print_jobs SET status = $1 WHERE id = $2`, [s, id]);';
+    const tables = [...sample.matchAll(WRITE)].map((m) => m[1]);
+    expect(tables).toEqual(['print_jobs']);
+    expect(allowed('print_jobs', 'src/areas/print/dispatch/dispatcher.ts')).toBe(false);
+    expect(allowed('print_jobs', 'src/areas/print/jobs/store/statements/claim.sql')).toBe(true);
+  });
+});
