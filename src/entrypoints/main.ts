@@ -2,6 +2,7 @@ import { readEnv } from '../config/env.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { createLogger } from '../logging/logger.js';
 import { startRuntime, type RuntimeParts } from '../runtime/runtime.js';
+import { MigrationEditedError } from '../storage/migrate.js';
 
 const PARTS: Record<'all' | 'api' | 'worker', RuntimeParts> = {
   all: { api: true, workers: true },
@@ -67,6 +68,8 @@ export async function main(forcedRole?: 'all' | 'api' | 'worker'): Promise<void>
       process.exit(78);
     }
     log.fatal({ err }, 'start failed');
+    // an operator's problem to fix, not a crash: said on stderr too, whatever the log level
+    if (err instanceof MigrationEditedError) process.stderr.write(`start failed: ${err.message}\n`);
     process.exit(1);
   }
   if (stopRequested) stop();

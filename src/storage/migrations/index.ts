@@ -28,5 +28,11 @@ export interface Migration {
   transaction?: boolean;
 }
 
-/** Every migration, in order. Never edit one that has shipped: add a new one. */
+/**
+ * Every migration, in order. Never edit one that has shipped: add a new one.
+ * A migration is frozen text: its SQL is written out, never built from live
+ * code (a state table's values are copied in, as 007 and 017 do), so it runs
+ * the same SQL forever. Each applied migration's checksum is recorded, and a
+ * start against a database that applied an edited one fails (`migrate.ts`).
+ */
 export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger, m016PrintDocuments, m017PrintJobListing];
