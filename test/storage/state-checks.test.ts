@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/storage/driver/database.js';
 import { ITEM_OUTCOMES, TASK_STATUSES } from '../../src/areas/tasks/actions/task-states.js';
-import { JOB_STATES } from '../../src/areas/print-jobs/job-states.js';
+import { JOB_STATES } from '../../src/areas/print/jobs/job-states.js';
 import { COMMAND_STATES } from '../../src/areas/commands/command-states.js';
-import { PRINTER_STATES, printerState } from '../../src/areas/printers/printer-states.js';
-import type { PrintLogLevel } from '../../src/areas/print-jobs/print-log.js';
+import { PRINTER_STATES, printerState } from '../../src/areas/print/printers/printer-states.js';
+import type { PrintLogLevel } from '../../src/areas/print/jobs/print-log.js';
 import type { EntryRow } from '../../src/areas/repository/entry.js';
-import type { FlowRow } from '../../src/areas/flows/flow-store.js';
-import type { ListKind } from '../../src/lists/list-store.js';
+import type { FlowRow } from '../../src/areas/print/flows/flow-store.js';
+import type { ListKind } from '../../src/areas/lists/store/list-store.js';
 import { bothDrivers } from '../helpers/databases.js';
 
 /**
