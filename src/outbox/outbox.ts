@@ -4,7 +4,7 @@ import { insertOutbox, insertOutboxMany, withOutbox, withOutboxEach, type Outbox
 import type { EnqueueRequest } from '../queue/job-queue.js';
 
 /**
- * The one way request paths (areas, and later connectors) ask for background
+ * The one way request paths (areas, and connectors through `OutboxPort`) ask for background
  * work: `add` writes the job into the outbox inside the caller's transaction,
  * so the job exists exactly when the state change that calls for it commits,
  * and the request never waits on Redis. A relay enqueues it moments later.

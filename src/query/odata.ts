@@ -100,7 +100,7 @@ export function parseODataQuery(querystring: string, fields: ODataFields): OData
   // (`%2F`, `%27`, `+`); decoding first makes them all read alike.
   const text = [...seen].map(([k, v]) => `${k}=${v.replace(/%/g, '%25').replace(/&/g, '%26')}`).join('&');
   // A listing polled with the same options parses them once (the parse was ~7 % of a
-  // listing request's CPU, docs/benchmarks.md). Only the parsed options are kept, never
+  // listing request's CPU: docs/design/queries.md, "Parsed options kept per process"). Only the parsed options are kept, never
   // results; bounded, and only queries that parsed.
   let known = parsedQueries.get(fields);
   if (!known) parsedQueries.set(fields, (known = new Map()));

@@ -1,6 +1,6 @@
 /**
  * The typed filter and sort tree every listing query is parsed into. Parsers
- * (the workflow query string in `list-query.ts`, later the print API's OData)
+ * (the workflow query string in `list-query.ts`, the print API's OData in `odata.ts`)
  * build it; `to-sql.ts` alone turns it into SQL. Nothing in the tree is SQL:
  * fields are API names, values are typed data.
  */
