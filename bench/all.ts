@@ -235,7 +235,8 @@ if (args['dry-run']) {
 function run(s: Step): Promise<{ code: number | null; signal: string | null; stdout: string; seconds: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn('npx', ['--no', 'tsx', path.join(tree, 'bench', s.file), ...argvOf(s)], { cwd: tree, stdio: ['ignore', 'pipe', 'inherit'] });
+    // a process group of its own, so a signal reaches the benchmark behind npx and tsx (npx does not pass SIGTERM on)
+    const child = spawn('npx', ['--no', 'tsx', path.join(tree, 'bench', s.file), ...argvOf(s)], { cwd: tree, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     current = child;
     const chunks: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => {
@@ -269,10 +270,16 @@ function figuresOf(stdout: string): Figures | undefined {
 let current: ReturnType<typeof spawn> | undefined;
 let stopping = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  // the terminal's Ctrl-C reaches the child too (same process group); SIGTERM is passed on; no further benchmark starts
+  // passed on to the running benchmark's process group (it cleans up after itself); no further benchmark starts
   process.on(sig, () => {
     stopping = true;
-    if (sig === 'SIGTERM') current?.kill('SIGTERM');
+    if (current?.pid !== undefined) {
+      try {
+        process.kill(-current.pid, sig);
+      } catch {
+        // already gone
+      }
+    }
   });
 }
 
@@ -311,9 +318,10 @@ const totalSeconds = (performance.now() - t0) / 1000;
 
 console.log(`\nbench:all of ${tree}, ${started.toISOString()}, ${fmt(totalSeconds / 60, 1)} min${stopping ? ' (interrupted)' : ''}${args.full ? ', full sizes' : ', reduced sizes'}`);
 printTable(['benchmark', 'what', 'figure', 'floor', 'ratio', 'target', 'met'],
-  rows.map((r) => [r.bench, r.what, r.figure, r.floor, r.ratio, r.target, r.met === undefined ? '–' : r.met ? 'yes' : 'NO']));
+  rows.map((r) => [r.bench, r.what, r.figure, r.floor, r.ratio, r.target, r.met === undefined ? '–' : r.met ? 'yes' : 'NO']), 4);
 console.log('');
 printTable(['benchmark', 'seconds', 'exit', 'result file'], ran.map((x) => [x.bench, fmt(x.seconds, 0), String(x.exit), x.resultFile ? path.relative(process.cwd(), x.resultFile) : '–']));
+console.log(`total: ${fmt(totalSeconds, 0)} s`);
 writeResult('all', args, {
   figures: { bench: 'all', tree, full: args.full, totalSeconds, interrupted: stopping, steps: ran, rows },
   floors: {},

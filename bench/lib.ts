@@ -289,11 +289,11 @@ export function expectStatus(res: JsonResponse, expected: number, what: string):
 export const MiB = 1024 * 1024;
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);
 
-/** Prints rows as an aligned text table. */
-export function printTable(header: string[], rows: (string | number)[][]): void {
+/** Prints rows as an aligned text table: the first `leftColumns` columns (1) left-aligned, the rest right-aligned. */
+export function printTable(header: string[], rows: (string | number)[][], leftColumns = 1): void {
   const cells = [header, ...rows.map((r) => r.map(String))];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (r: string[]) => r.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of cells.slice(1)) console.log(line(r));
