@@ -15,7 +15,10 @@
  * the profiles are summarised (bench/profile.ts); `--profile-only` makes just
  * those runs.
  *
- * Prints a table and, last, one JSON line with every figure.
+ * Prints a table and one JSON line with every figure, and writes the result
+ * file (bench/results/, lib.ts writeResult). Target: >= 0.30 x the floor's
+ * req/s, judged on the shipped configuration (listing cache on); the
+ * uncached runs are printed and recorded as context.
  */
 import { rmSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -26,7 +29,7 @@ import autocannon, { type Result } from 'autocannon';
 import pg from 'pg';
 import {
   backendPids, cpuOf,
-  busyCores, compileServers, expectStatus, fmt, machineCpu, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, type ChildServer,
+  busyCores, compileServers, expectStatus, fmt, machineCpu, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, writeResult, type ChildServer,
 } from './lib.js';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
 
@@ -279,13 +282,24 @@ for (const p of profiles) {
   console.log(`\n--cpu-prof, log=${p.logLevel}, offset=${p.offset}:`);
   printSummary(p.summary);
 }
-console.log(JSON.stringify({
+const figures = {
   bench: 'children',
   entries, connections, duration, warmup, server: mode, cores: os.cpus().length, node: process.version, loadavg: os.loadavg(),
   seedMs, bodyBytes: { project: projectBodyBytes, bare: bareBodyBytes },
   bareReqPerSec: bare.reqPerSec,
   runs: results.map((r) => ({ ...r, ratioToBare: r.reqPerSec / bare.reqPerSec })),
   targetRatio: 0.3,
-  targetMet: Object.fromEntries(main.map((r) => [r.label, r.reqPerSec / bare.reqPerSec >= 0.3])),
+  // judged on the shipped configuration (listing cache on)
+  targetMet: Object.fromEntries(main.filter((r) => r.label.includes('cache=on')).map((r) => [r.label, r.reqPerSec / bare.reqPerSec >= 0.3])),
   profiles,
-}));
+};
+console.log(JSON.stringify(figures));
+writeResult('children', args, {
+  figures,
+  floors: { 'bare koa req/s (mean of before/after)': bare.reqPerSec },
+  ratios: Object.fromEntries(main.map((r) => [r.label, r.reqPerSec / bare.reqPerSec])),
+  // the shipped configuration (listing cache on) is judged; uncached runs are context
+  targets: main.filter((r) => r.label.includes('cache=on')).map((r) => ({
+    name: `${r.label} / bare koa`, value: r.reqPerSec / bare.reqPerSec, target: '>= 0.30', met: r.reqPerSec / bare.reqPerSec >= 0.3,
+  })),
+});

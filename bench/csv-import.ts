@@ -21,7 +21,9 @@
  *   target's floor): csv-parse into a table with a primary key only by COPY
  *   in one transaction, in this process (`durableFloor`).
  *
- * Prints a table, the ratio (target >= 0.5) and one JSON line with every figure.
+ * Prints a table, the ratio (target >= 0.5; peak RSS < 300 MiB) and one JSON
+ * line with every figure, and writes the result file (bench/results/, lib.ts
+ * writeResult).
  */
 import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -33,7 +35,7 @@ import { parseArgs } from 'node:util';
 import { parse } from 'csv-parse';
 import pg from 'pg';
 import { copyIn } from '../src/storage/driver/postgres.js';
-import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procCpuSeconds, procMemory, RssSampler, spawnServer, threadCpuSeconds } from './lib.js';
+import { compileServers, fmt, machineCpu, busyCores, MiB, parseModes, printTable, procCpuSeconds, procMemory, RssSampler, spawnServer, threadCpuSeconds, writeResult } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -278,14 +280,24 @@ try {
     [`csv-parse alone, ${rows} rows (${fmt(sizeMiB, 0)} MiB)`, fmt(floor.seconds, 2), fmt(floor.rowsPerSecond, 0), '-'],
     [`service: one ${target === 'tasks' ? 'task' : 'list'} (POST text/csv, ${mode})`, fmt(ours.seconds, 2), fmt(ours.rowsPerSecond, 0), fmt(ours.rssPeakMiB, 0)],
   ]);
-  console.log(`ratio service / csv-parse: ${fmt(ratio, 2)} (target >= 0.5); server peak RSS ${fmt(ours.rssPeakMiB, 0)} MiB (VmHWM ${fmt(ours.hwmMiB, 0)} MiB; target < 300)`);
+  console.log(`ratio service / csv-parse: ${fmt(ratio, 2)} (target >= 0.5: ${ratio >= 0.5 ? 'met' : 'NOT MET'}); server peak RSS ${fmt(ours.rssPeakMiB, 0)} MiB (VmHWM ${fmt(ours.hwmMiB, 0)} MiB; target < 300: ${ours.rssPeakMiB < 300 ? 'met' : 'NOT MET'})`);
   console.log(`CPU per 1,000 rows: server node ${fmt(ours.nodeCpuMsPer1kRows, 2)} ms, PostgreSQL backends ${fmt(ours.pgCpuMsPer1kRows, 2)} ms (${fmt(ours.nodeCpuSeconds, 2)} s / ${fmt(ours.pgCpuSeconds, 2)} s); machine busy ${fmt(ours.busyCores, 2)} cores; load average ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
   console.log(`node threads per 1,000 rows: main ${fmt(ours.mainThreadCpuMsPer1kRows, 2)} ms, busiest other thread ${fmt(ours.busiestOtherThreadCpuMsPer1kRows, 2)} ms, the rest ${fmt(ours.nodeCpuMsPer1kRows - ours.mainThreadCpuMsPer1kRows - ours.busiestOtherThreadCpuMsPer1kRows, 2)} ms`);
   if (durable) {
     console.log(`durable floor (csv-parse into a table with a primary key only by COPY, one transaction; context, not the target): ${fmt(durable.seconds, 2)} s, ${fmt(durable.rowsPerSecond, 0)} rows/s (${fmt(durable.rowsPerSecond / floor.rowsPerSecond, 2)} x csv-parse); service / durable floor: ${fmt(ours.rowsPerSecond / durable.rowsPerSecond, 2)}; its CPU per 1,000 rows: node ${fmt((durable.nodeCpuSeconds * 1e6) / rows, 2)} ms, PostgreSQL ${fmt((durable.pgCpuSeconds * 1e6) / rows, 2)} ms`);
   }
   console.log(`on disk after the import (MiB): ${Object.entries(ours.relationMiB).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')}`);
-  console.log(JSON.stringify({ bench: 'csv-import', rows, target, server: mode, sizeMiB, floor, service: ours, ratio, durable, loadavgBefore: load0, loadavgAfter: os.loadavg() }));
+  const figures = { bench: 'csv-import', rows, target, server: mode, sizeMiB, floor, service: ours, ratio, durable, loadavgBefore: load0, loadavgAfter: os.loadavg() };
+  console.log(JSON.stringify(figures));
+  writeResult('csv-import', args, {
+    figures,
+    floors: { 'csv-parse rows/s': floor.rowsPerSecond, 'durable floor rows/s (context)': durable?.rowsPerSecond ?? NaN },
+    ratios: { 'service / csv-parse': ratio, 'service / durable floor': durable ? ours.rowsPerSecond / durable.rowsPerSecond : NaN },
+    targets: [
+      { name: 'service / csv-parse (rows/s)', value: ratio, target: '>= 0.5', met: ratio >= 0.5 },
+      { name: 'server peak RSS, MiB', value: ours.rssPeakMiB, target: '< 300 MiB', met: ours.rssPeakMiB < 300 },
+    ],
+  });
 } finally {
   compiled?.cleanup();
   rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 /**
- * The tasks benchmark's durable floor (bench/tasks.ts, context for its
- * ratio, not the target's floor): the least a service needs to start a task
+ * The tasks benchmark's durable floor (bench/tasks.ts, the target's floor:
+ * the service >= 0.9 x its rate): the least a service needs to start a task
  * over HTTP durably and run it through BullMQ, with no authentication,
  * logging, metrics, validation library, item rows or outbox.
  *
@@ -10,8 +10,9 @@
  *   204, or 409 when the row was not `created`. (Not atomic: a crash between
  *   the commit and the add loses the job, which the project's outbox does
  *   not.)
- * - a BullMQ `Worker` (concurrency 4, as the project's tasks queue by
- *   default) whose processor moves the row to `completed` in one
+ * - a BullMQ `Worker` (`--concurrency`, 4 by default; the project's tasks
+ *   queue has 16 slots in config/default.yaml, and bench/tasks.ts
+ *   --concurrency n sets both) whose processor moves the row to `completed` in one
  *   autocommitted UPDATE guarded by `processing` (the item's effect recorded
  *   once).
  *

@@ -25,7 +25,9 @@
  *   with launch-to-running under that load too.
  *
  * Variants alternate per run (before, after, before, ...) so machine load hits
- * both alike; medians over the runs are reported, then one JSON line.
+ * both alike; medians over the runs are reported, then one JSON line, and the
+ * result file is written (bench/results/, lib.ts writeResult). Targets:
+ * launches/s after >= 0.90 x before (medians); idle launch-to-running p50 < 100 ms.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
@@ -35,7 +37,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile.js';
-import { ROOT, compileServers, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procSyscalls, spawnServer, type ChildServer } from './lib.js';
+import { ROOT, compileServers, jsonCall, fmt, machineCpu, busyCores, parseModes, printTable, procCpuSeconds, procSyscalls, spawnServer, writeResult, type ChildServer, type TargetResult } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -362,10 +364,25 @@ try {
     console.log(`\n== CPU profile of ${name} (one extra run, whole server process, throughput phase) ==`);
     printSummary(summary);
   }
-  console.log(JSON.stringify({
+  const figures = {
     bench: 'launch-latency', runs, latency: latencyN, launches, connections, server: mode, machineBusyCores: load, ratio, pairedRatio,
     results: Object.fromEntries(results),
-  }));
+  };
+  console.log(JSON.stringify(figures));
+  const after = variants.at(-1)!.name;
+  const idleP50 = med(after, 'idleP50');
+  const targets: TargetResult[] = [];
+  if (ratio !== undefined) targets.push({ name: 'launches/s after / before (medians)', value: ratio, target: '>= 0.90', met: ratio >= 0.9 });
+  targets.push({ name: 'idle launch-to-running p50 after, ms', value: idleP50, target: '< 100 ms', met: idleP50 < 100 });
+  writeResult('launch-latency', args, {
+    figures,
+    floors: variants.length === 2 ? { [`launches/s ${variants[0]!.name}`]: med(variants[0]!.name, 'launchesPerSec') } : {},
+    ratios: ratio === undefined ? {} : {
+      'launches/s after / before (medians)': ratio, 'launches/s after / before (median of per-run ratios)': pairedRatio!,
+      'running/s after / before': med(after, 'runningPerSec') / med(variants[0]!.name, 'runningPerSec'),
+    },
+    targets,
+  });
 } finally {
   agent.destroy();
   for (const c of cleanups.reverse()) {

@@ -1,6 +1,6 @@
-/** Shared helpers of the benchmarks: child servers, /proc sampling, small HTTP calls. */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+/** Shared helpers of the benchmarks: child servers, /proc sampling, small HTTP calls, the JSON result file. */
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
@@ -289,11 +289,11 @@ export function expectStatus(res: JsonResponse, expected: number, what: string):
 export const MiB = 1024 * 1024;
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);
 
-/** Prints rows as an aligned text table. */
-export function printTable(header: string[], rows: (string | number)[][]): void {
+/** Prints rows as an aligned text table: the first `leftColumns` columns (1) left-aligned, the rest right-aligned. */
+export function printTable(header: string[], rows: (string | number)[][], leftColumns = 1): void {
   const cells = [header, ...rows.map((r) => r.map(String))];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (r: string[]) => r.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of cells.slice(1)) console.log(line(r));
@@ -461,4 +461,86 @@ export async function dropRedisPrefix(url: string, prefix: string): Promise<void
   } finally {
     redis.disconnect();
   }
+}
+
+/** One target of a benchmark, judged on one measured value. */
+export interface TargetResult {
+  /** What is judged, e.g. `upload (compiled) / stream copy`. */
+  name: string;
+  /** The measured value (a ratio, or a figure in the unit the condition names). */
+  value: number;
+  /** The condition, e.g. `>= 0.9` or `< 200 MiB`. */
+  target: string;
+  met: boolean;
+}
+
+/** What a benchmark hands to writeResult. */
+export interface BenchResult {
+  /** Every figure measured: the object of the JSON line the benchmark prints. */
+  figures: unknown;
+  /** The floors, by name, in their own unit (jobs/s, req/s, MiB/s, ...). */
+  floors: Record<string, number>;
+  /** The ratios to the floors (and context ratios), by name. */
+  ratios: Record<string, number>;
+  /** The targets; none for the helper benchmarks, which compare variants. */
+  targets: TargetResult[];
+}
+
+/**
+ * Writes a benchmark's result to `bench/results/<bench>-<UTC time>-<short commit>.json`
+ * (of this checkout) with the command line, the commit, the machine (cores, CPU
+ * model, memory, load), every figure, the floors, the ratios and the targets, and
+ * prints the file's path on stdout (`result file: <path>`). `opts.root`: the
+ * checkout whose commit the figures belong to (bench/all.ts --tree), this one by
+ * default. Returns the path.
+ */
+export function writeResult(bench: string, options: Record<string, unknown>, result: BenchResult, opts: { root?: string } = {}): string {
+  const root = opts.root ?? ROOT;
+  const git = (...a: string[]): string | undefined => {
+    try {
+      return execFileSync('git', a, { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const id = git('rev-parse', 'HEAD');
+  const short = git('rev-parse', '--short', 'HEAD') ?? 'nogit';
+  const changed = git('status', '--porcelain', '--untracked-files=no');
+  const cpuinfo = (() => {
+    try {
+      return readFileSync('/proc/cpuinfo', 'utf8');
+    } catch {
+      return '';
+    }
+  })();
+  const finite = (r: Record<string, number>) => Object.fromEntries(Object.entries(r).filter(([, v]) => Number.isFinite(v)));
+  const now = new Date();
+  const met = result.targets.length === 0 ? null : result.targets.every((t) => t.met);
+  const doc = {
+    bench,
+    time: now.toISOString(),
+    command: { argv: process.argv.slice(2), options },
+    commit: { id: id ?? null, short, changed: changed === undefined ? null : changed.length > 0, root },
+    machine: {
+      nproc: os.availableParallelism(),
+      cpuModel: /^model name\s*:\s*(.*)$/m.exec(cpuinfo)?.[1] ?? os.cpus()[0]?.model ?? null,
+      memTotalBytes: os.totalmem(),
+      kernel: os.release(),
+      node: process.version,
+      loadavg: os.loadavg(),
+    },
+    // a floor or ratio not measured in this run (NaN) is left out
+    floors: finite(result.floors),
+    ratios: finite(result.ratios),
+    targets: result.targets,
+    met,
+    figures: result.figures,
+  };
+  const dir = path.join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = now.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+  const file = path.join(dir, `${bench}-${stamp}-${short}.json`);
+  writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
+  console.log(`result file: ${path.relative(process.cwd(), file) || file}`);
+  return file;
 }

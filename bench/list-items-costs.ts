@@ -12,6 +12,10 @@
  *
  *   npx tsx bench/list-items-costs.ts [--rows 1000000] [variant ...]
  *
+ * A helper benchmark: no floor, no target (it compares variants). Prints a
+ * line per variant and one JSON line, and writes the result file
+ * (bench/results/, lib.ts writeResult).
+ *
  * Variants: `as-is` (primary key, `(lid, position)`, the hash index on
  * `doc_uuid`, the lid statement trigger as migration 010 wrote it),
  * `trigger-019` (the check rewritten to take the first row's lid and look
@@ -28,7 +32,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { procCpuSeconds } from './lib.js';
+import { procCpuSeconds, writeResult } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 const { values: args, positionals } = parseArgs({ options: { rows: { type: 'string', default: '1000000' } }, allowPositionals: true, strict: true });
@@ -111,6 +115,7 @@ try {
   }
   const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
   console.log(`${rows} rows in ${chunks} COPYs of ${CHUNK}; backend CPU per variant (s), per 1,000 rows (ms)`);
+  const measured: { variant: string; cpuSeconds: number; cpuMsPer1kRows: number; wallSeconds: number; heapMiB: number; indexesMiB: number; loadavg1: number }[] = [];
   for (const name of chosen) {
     const v = VARIANTS[name]!;
     await db.query('DROP TABLE IF EXISTS items CASCADE');
@@ -131,7 +136,11 @@ try {
     const wall = (performance.now() - t0) / 1000;
     const { rows: [size] } = await db.query<{ heap: number; idx: number }>(`SELECT pg_table_size('items')::float8 / 1048576 AS heap, pg_indexes_size('items')::float8 / 1048576 AS idx`);
     console.log(`${name.padEnd(16)} CPU ${cpu.toFixed(2)} s (${((cpu * 1e6) / rows).toFixed(2)} ms / 1,000 rows), wall ${wall.toFixed(2)} s, heap ${size!.heap.toFixed(1)} MiB, indexes ${size!.idx.toFixed(1)} MiB, load ${os.loadavg()[0]!.toFixed(2)}`);
+    measured.push({ variant: name, cpuSeconds: cpu, cpuMsPer1kRows: (cpu * 1e6) / rows, wallSeconds: wall, heapMiB: size!.heap, indexesMiB: size!.idx, loadavg1: os.loadavg()[0]! });
   }
+  const figures = { bench: 'list-items-costs', rows, variants: measured };
+  console.log(JSON.stringify(figures));
+  writeResult('list-items-costs', { ...args, variants: chosen }, { figures, floors: {}, ratios: {}, targets: [] });
 } finally {
   await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
   await db.end();

@@ -11,6 +11,10 @@
  * the first round; `--pause ms` waits before each timed drain (to attach
  * `perf record -p <backend pid>`; the pid is printed).
  *
+ * A helper benchmark: no floor, no target (it compares variants). Prints a
+ * line per round and one JSON line, and writes the result file
+ * (bench/results/, lib.ts writeResult).
+ *
  * Run: npx tsx bench/print-dispatch-sql.ts [--jobs 4000 --printers 20 --rounds 2 --batch 0 --explain]
  * Needs PostgreSQL (127.0.0.1:5432, db test).
  */
@@ -21,7 +25,7 @@ import { claimNext, deliveredAndNext, deliveredAndNextMany, type NextStep } from
 import { createOutbox } from '../src/outbox/outbox.js';
 import { openPostgres } from '../src/storage/driver/postgres.js';
 import { migrate } from '../src/storage/migrate.js';
-import { fmt, procCpuSeconds } from './lib.js';
+import { fmt, procCpuSeconds, writeResult } from './lib.js';
 import { explainGenericPlan, lastStatement } from '../test/helpers/generic-plan.js';
 
 const { values: args } = parseArgs({
@@ -70,6 +74,7 @@ try {
   for (const n of names) await db.query('INSERT INTO printers (name, connection) VALUES ($1, $2)', [n, 'socket://127.0.0.1:9']);
   const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
   console.log(`backend pid ${pid}`);
+  const rounds: { round: number; jobs: number; wallMsPerJob: number; pgCpuMsPerJob: number; clientCpuMsPerJob: number }[] = [];
 
   for (let round = 0; round < Number(args.rounds); round++) {
     await db.query(`INSERT INTO print_jobs (status, printer, creator, name, mime_type, size, blob_sha256, priority)
@@ -113,8 +118,12 @@ try {
     const node = process.cpuUsage(node0);
     const pgMs = (procCpuSeconds(pid)! - pg0) * 1000;
     console.log(`round ${round}: ${done} jobs, ${fmt(ms / done, 3)} ms/job wall, PG CPU ${fmt(pgMs / done, 3)} ms/job, client CPU ${fmt((node.user + node.system) / 1000 / done, 3)} ms/job`);
+    rounds.push({ round, jobs: done, wallMsPerJob: ms / done, pgCpuMsPerJob: pgMs / done, clientCpuMsPerJob: (node.user + node.system) / 1000 / done });
     if (args.explain && round === 0) await explain(BATCH);
   }
+  const figures = { bench: 'print-dispatch-sql', jobs: JOBS, printers: PRINTERS, batch: Number(args.batch), rounds };
+  console.log(JSON.stringify(figures));
+  writeResult('print-dispatch-sql', args, { figures, floors: {}, ratios: {}, targets: [] });
 } finally {
   await db.close();
   const c = new pg.Client({ connectionString: DB_URL });

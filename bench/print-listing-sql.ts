@@ -5,12 +5,17 @@
  * backend's CPU (/proc) and this process's CPU per query.
  *
  *   npx tsx bench/print-listing-sql.ts [--runs 500]
+ *
+ * A helper benchmark: no floor, no target (it compares variants). Prints a
+ * line per variant and one JSON line, and writes the result file
+ * (bench/results/, lib.ts writeResult).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openPostgres } from '../src/storage/driver/postgres.js';
 import { migrate } from '../src/storage/migrate.js';
+import { writeResult } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '500' } }, strict: true });
@@ -69,6 +74,8 @@ try {
   const client = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}" -c TimeZone=UTC` });
   await client.connect();
   const backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const variants: { label: string; postgresMs: number; nodeMs: number; wallMs: number }[] = [];
+  const columns: { expression: string; usPerRow: number }[] = [];
   const time = async (label: string, pid: number, run: () => Promise<unknown>) => {
     for (let i = 0; i < 50; i++) await run();
     const c0 = cpuOf(pid);
@@ -77,7 +84,9 @@ try {
     for (let i = 0; i < runs; i++) await run();
     const wall = performance.now() - t0;
     const node = process.cpuUsage(n0);
-    console.log(`${label.padEnd(48)} postgres ${(((cpuOf(pid) - c0) * 1000) / runs).toFixed(3)} ms  node ${((node.user + node.system) / 1000 / runs).toFixed(3)} ms  wall ${(wall / runs).toFixed(3)} ms`);
+    const v = { label, postgresMs: ((cpuOf(pid) - c0) * 1000) / runs, nodeMs: (node.user + node.system) / 1000 / runs, wallMs: wall / runs };
+    variants.push(v);
+    console.log(`${label.padEnd(48)} postgres ${v.postgresMs.toFixed(3)} ms  node ${v.nodeMs.toFixed(3)} ms  wall ${v.wallMs.toFixed(3)} ms`);
   };
   let i = 0;
   for (const [label, text] of Object.entries(VARIANTS)) {
@@ -100,14 +109,22 @@ try {
   // each field of the shipped statement over all 100,000 rows: PostgreSQL's cost per row
   const cols = listedFieldsSql({ processed: 1, canceled: 1, error: 1, paused: 1 });
   const base = await perRow(client, 'count(*)');
-  for (const c of cols) console.log(`  ${((await perRow(client, `count(${c})`)) - base).toFixed(3)} µs/row  ${c.slice(0, 110)}`);
+  for (const c of cols) {
+    const usPerRow = (await perRow(client, `count(${c})`)) - base;
+    columns.push({ expression: c, usPerRow });
+    console.log(`  ${usPerRow.toFixed(3)} µs/row  ${c.slice(0, 110)}`);
+  }
   // the plan the shipped statement runs with once PostgreSQL switches to its generic plan
   const shipped = shippedText;
   await client.query('SET plan_cache_mode = force_generic_plan');
   await client.query(`PREPARE shipped(text, text) AS ${shipped}`);
   const plan = await client.query(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE shipped('processed', 'p7')`);
-  console.log(`generic plan of the shipped statement:\n${plan.rows.map((r: Record<string, string>) => Object.values(r)[0]).join('\n')}`);
+  const planText = plan.rows.map((r: Record<string, string>) => Object.values(r)[0]).join('\n');
+  console.log(`generic plan of the shipped statement:\n${planText}`);
   await client.end();
+  const figures = { bench: 'print-listing-sql', runs, variants, columns, plan: planText };
+  console.log(JSON.stringify(figures));
+  writeResult('print-listing-sql', args, { figures, floors: {}, ratios: {}, targets: [] });
 } finally {
   await db.exec(`DROP SCHEMA "${schema}" CASCADE`).catch(() => {});
   await db.close();

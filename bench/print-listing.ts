@@ -16,7 +16,8 @@
  * Prints a table (req/s, latency, the server's CPU per request and, for the
  * project, its PostgreSQL backends' CPU per request), the generic plan of the
  * statement the server runs (from listJobs), the ratio (target >= 0.3) and
- * one JSON line. `--profile` runs the project under `--cpu-prof` and prints
+ * one JSON line, and writes the result file (bench/results/, lib.ts
+ * writeResult). `--profile` runs the project under `--cpu-prof` and prints
  * where its CPU went.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -29,7 +30,7 @@ import { printSummary, summarizeProfile } from './profile.js';
 import { listJobs } from '../src/areas/print/jobs/store/job-store.js';
 import { JOB_FIELDS } from '../src/areas/print/jobs/job-fields.js';
 import { parseODataQuery } from '../src/query/odata.js';
-import { backendPids, compileServers, cpuOf, expectStatus, fmt, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, type ChildServer } from './lib.js';
+import { backendPids, compileServers, cpuOf, expectStatus, fmt, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, writeResult, type ChildServer } from './lib.js';
 
 const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
 // Settled states only: the server runs workers too, and waiting jobs for printers
@@ -153,4 +154,11 @@ console.log(`\nGET /v3/jobs/?$filter=${FILTER}&$orderby=created desc&$top=100 ov
 printTable(['run', 'req/s', 'x bare', 'p50 ms', 'p99 ms', 'non2xx+err', 'server ms/req', 'postgres ms/req'],
   runs.map((r) => [r.label, fmt(r.reqPerSec), fmt(r.reqPerSec / floor, 2), r.p50, r.p99, r.non2xx + r.errors, fmt(r.serverCpuMsPerReq, 3), r.pgCpuMsPerReq === undefined ? '' : fmt(r.pgCpuMsPerReq, 3)]));
 console.log(`ratio project / bare: ${fmt(project.reqPerSec / floor, 2)} (target >= 0.30)`);
-console.log(JSON.stringify({ bench: 'print-listing', jobs, connections, duration, warmup, server: mode, cores: os.cpus().length, loadavg: os.loadavg(), seedMs, bodyBytes, bareReqPerSec: floor, runs, ratio: project.reqPerSec / floor, targetMet: project.reqPerSec / floor >= 0.3, plan }));
+const figures = { bench: 'print-listing', jobs, connections, duration, warmup, server: mode, cores: os.cpus().length, loadavg: os.loadavg(), seedMs, bodyBytes, bareReqPerSec: floor, runs, ratio: project.reqPerSec / floor, targetMet: project.reqPerSec / floor >= 0.3, plan };
+console.log(JSON.stringify(figures));
+writeResult('print-listing', args, {
+  figures,
+  floors: { 'bare koa req/s (mean of before/after)': floor },
+  ratios: { 'project / bare koa': figures.ratio },
+  targets: [{ name: 'project / bare koa (req/s)', value: figures.ratio, target: '>= 0.30', met: figures.targetMet }],
+});

@@ -11,13 +11,15 @@
  * again while `--listers` read-only users run `GET …/repo?scope=all&limit=100`
  * in a loop (each listing syncs the whole tree). Prints p50/p99 of both
  * phases and their ratios and the listers' throughput and latency, then one
- * JSON line with every figure.
+ * JSON line with every figure, and writes the result file (bench/results/,
+ * lib.ts writeResult). Target: the other user's latency stays flat (the
+ * ratios during/alone, recorded; no number is set) and no listing fails.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DevIssuer } from '../src/auth/dev-issuer.js';
-import { compileServers, expectStatus, fmt, parseModes, printTable, requestJson, spawnServer } from './lib.js';
+import { compileServers, expectStatus, fmt, parseModes, printTable, requestJson, spawnServer, writeResult } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -107,13 +109,21 @@ try {
   const ratio = { p50: quantile(during, 0.5) / quantile(alone, 0.5), p99: quantile(during, 0.99) / quantile(alone, 0.99) };
   console.log(`ratio during/alone: p50 ${fmt(ratio.p50, 2)}x, p99 ${fmt(ratio.p99, 2)}x`);
   console.log(`scope=all listings: ${listings} completed (${failures} failed), p50 ${fmt(quantile(heavyLatencies, 0.5), 0)} ms, p99 ${fmt(quantile(heavyLatencies, 0.99), 0)} ms`);
-  console.log(JSON.stringify({
+  const figures = {
     bench: 'sync-contention', mode, files, dirs, listers, duration, firstSyncMs,
     alone: { n: alone.length, p50: quantile(alone, 0.5), p99: quantile(alone, 0.99), max: alone.at(-1) },
     during: { n: during.length, p50: quantile(during, 0.5), p99: quantile(during, 0.99), max: during.at(-1) },
     ratio,
     heavy: { completed: listings, failed: failures, p50: quantile(heavyLatencies, 0.5), p99: quantile(heavyLatencies, 0.99) },
-  }));
+  };
+  console.log(JSON.stringify(figures));
+  writeResult('sync-contention', args, {
+    figures,
+    floors: { 'listing alone p50 ms': figures.alone.p50, 'listing alone p99 ms': figures.alone.p99 },
+    ratios: { 'p50 during / alone': ratio.p50, 'p99 during / alone': ratio.p99 },
+    // "latency stays flat" has no number; the failures are countable
+    targets: [{ name: 'scope=all listings failed', value: failures, target: '= 0', met: failures === 0 }],
+  });
 } finally {
   await server.stop();
   compiled?.cleanup();

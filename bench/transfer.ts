@@ -13,8 +13,9 @@
  * Each run does the floor copies and then the API steps, so noise from other
  * load hits them alike; figures are medians over `--runs`. Before every timed
  * step the previous step's output is deleted and `sync` runs, so no step pays
- * for another's dirty pages. Prints a table and, last, one
- * JSON line with every figure.
+ * for another's dirty pages. Prints a table and one JSON line with every
+ * figure, and writes the result file (bench/results/, lib.ts writeResult).
+ * Targets: each transfer >= 0.5 x the stream copy; the server's peak RSS < 200 MiB.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
@@ -29,7 +30,7 @@ import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import {
   busyCores, compileServers, expectStatus, fmt, machineCpu, MiB, procCpuSeconds, parseModes, printTable, procMemory, requestJson, RssSampler, spawnServer,
-  type ChildServer, type ServerMode,
+  writeResult, type ChildServer, type ServerMode, type TargetResult,
 } from './lib.js';
 
 const { values: args } = parseArgs({
@@ -304,6 +305,20 @@ try {
     })),
   };
   console.log(JSON.stringify(result));
+  const ratios: Record<string, number> = {};
+  const targets: TargetResult[] = [];
+  for (const r of result.servers) {
+    ratios[`upload (${r.mode}) / stream copy`] = r.upload.ratioToStreamCopy;
+    ratios[`download (${r.mode}) / stream copy`] = r.download.ratioToStreamCopy;
+    ratios[`upload (${r.mode}) / copyFile`] = r.upload.ratioToCopyFile;
+    ratios[`download (${r.mode}) / copyFile`] = r.download.ratioToCopyFile;
+    targets.push(
+      { name: `upload (${r.mode}) / stream copy`, value: r.upload.ratioToStreamCopy, target: '>= 0.5', met: r.targets.uploadMet },
+      { name: `download (${r.mode}) / stream copy`, value: r.download.ratioToStreamCopy, target: '>= 0.5', met: r.targets.downloadMet },
+      { name: `server peak RSS (${r.mode}), MiB`, value: r.serverRssPeakMiB, target: '< 200 MiB', met: r.targets.rssMet },
+    );
+  }
+  writeResult('transfer', args, { figures: result, floors: { 'stream copy MiB/s': copyRate, 'copyFile MiB/s': copyFileRate }, ratios, targets });
 } finally {
   for (const x of sessions) {
     x.sampler.stop();
