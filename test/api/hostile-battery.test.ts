@@ -6,6 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DevIssuer } from '../../src/auth/dev-issuer.js';
+import { rawJson } from '../helpers/client.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
 import { killAll, startProcess, waitReady, type TestProcess } from '../helpers/process.js';
 import { dropQueues, eventually } from '../helpers/runtime.js';
@@ -156,7 +157,6 @@ async function filesAgree(): Promise<void> {
 const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
 /** JSON text of metadata nested `n` levels deep (too deep for JSON.stringify's stack in a test worker). */
 const deepJson = (n: number) => `${'{"a":'.repeat(n)}"x"${'}'.repeat(n)}`;
-const rawJson = (method: string, p: string, text: string): Req => ({ method, path: p, body: text, headers: { 'content-type': 'application/json' } });
 
 describe('a battery of hostile requests', () => {
   const ids: Record<string, string> = {};
@@ -216,14 +216,14 @@ describe('a battery of hostile requests', () => {
         reqs.push({ method: 'POST', path: repo, json: { name, type: 'document' } });
         reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, json: { name } });
         reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, json: { name, metadata: { bad: 'x\u0000' } } });
-        reqs.push(rawJson('PUT', `${repo}/${doc}`, `{"name":${JSON.stringify(name)},"metadata":${deepJson(5000)}}`));
+        reqs.push({ method: 'PUT', path: `${repo}/${doc}`, ...rawJson(`{"name":${JSON.stringify(name)},"metadata":${deepJson(5000)}}`) });
         reqs.push({ method: 'POST', path: `${repo}/command`, json: { command: 'copy', parameters: { source: doc, target: col, name } } });
         reqs.push({ method: 'POST', path: `${repo}/command`, json: { command: 'move', parameters: { source: doc, target: col, name } } });
       }
       // a rename with metadata that cannot be stored must not rename
       reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, json: { name: 'renamed.txt', metadata: { k: 'v\u0000' } } });
-      reqs.push(rawJson('PATCH', `${repo}/${doc}`, `{"name":"renamed.txt","metadata":${deepJson(5000)}}`));
-      reqs.push(rawJson('PATCH', `${repo}/${doc}`, `{"name":"renamed.txt","metadata":${deepJson(200)}}`));
+      reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, ...rawJson(`{"name":"renamed.txt","metadata":${deepJson(5000)}}`) });
+      reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, ...rawJson(`{"name":"renamed.txt","metadata":${deepJson(200)}}`) });
       for (const re of regexes) {
         reqs.push({ path: `${repo}?name=${encodeURIComponent(re)}` }, { path: `${repo}/${col}/children?metadata.n=${encodeURIComponent(re)}` });
       }

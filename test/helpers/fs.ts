@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
@@ -24,3 +24,6 @@ export async function tempDir(prefix: string): Promise<string> {
   made.push(dir);
   return dir;
 }
+
+/** Whether anything (file, directory, link target) exists at `p`. */
+export const pathExists = (p: string): Promise<boolean> => stat(p).then(() => true, () => false);

@@ -12,6 +12,7 @@ import { BlobStore } from '../../src/blobs/blob-store.js';
 import { collectJobZip } from '../../src/print/collect.js';
 import { pageInfo } from '../../src/print/page-info.js';
 import { testPagePdf } from '../../src/print/test-page.js';
+import { readBytes } from '../helpers/streams.js';
 
 let dir: string;
 let blobs: BlobStore;
@@ -109,9 +110,7 @@ describe('collect', () => {
       document: { sha256: docBlob.sha256, name: '../../etc/passwd' },
       stages: [{ stage: 'preprocessed', sha256: stage.sha256, mimeType: 'application/pdf' }, { stage: 'gone', sha256: 'f'.repeat(64), mimeType: 'application/pdf' }],
     });
-    const chunks: Buffer[] = [];
-    for await (const c of zipStream) chunks.push(c as Buffer);
-    const entries = unzip(Buffer.concat(chunks));
+    const entries = unzip(await readBytes(zipStream));
     expect([...entries.keys()]).toEqual(['job.json', 'log.txt', 'document/__.._etc_passwd', 'stages/preprocessed.pdf', 'MISSING.txt']);
     expect(JSON.parse(entries.get('job.json')!.toString())).toEqual({ id: 7, status: 'processed', name: 'Report' });
     expect(entries.get('log.txt')!.toString()).toContain('delivered');

@@ -8,7 +8,7 @@ import { TestClient } from '../../helpers/client.js';
 import { TEST_DATABASE_URL } from '../../helpers/env.js';
 import { startProcess, waitLog, waitReady, type TestProcess } from '../../helpers/process.js';
 import { eventually } from '../../helpers/runtime.js';
-import { launch } from './helpers.js';
+import { launch } from '../../helpers/repo.js';
 import { processEnv, type ProcessEnv } from './process-env.js';
 
 /**

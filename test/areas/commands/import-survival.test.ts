@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PART_OWNER } from '../../../src/blobs/part-files.js';
 import { TestClient } from '../../helpers/client.js';
 import { startProcess, waitReady, type TestProcess } from '../../helpers/process.js';
-import { finish, launch, rootNames } from './helpers.js';
+import { finish, launch, rootNames } from '../../helpers/repo.js';
 import { processEnv, type ProcessEnv } from './process-env.js';
 
 /**

@@ -18,11 +18,3 @@ export async function submit(api: TestClient, printer: string, body: string | Bu
   const qs = new URLSearchParams({ printer, ...query }).toString();
   return api.request('POST', `/v3/jobs/?${qs}`, { body, headers: { 'content-type': 'application/pdf' } });
 }
-
-/** Expects the error body of DESIGN.md section 6 with this status (and code). */
-export function expectError(res: ApiResponse, status: number, code?: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.body.status).toBe(status);
-  if (code) expect(res.body.code).toBe(code);
-  expect(typeof res.body.message).toBe('string');
-}
