@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DevIssuer } from '../../src/auth/dev-issuer.js';
 import { rawJson } from '../helpers/client.js';
+import { dropSchema } from '../helpers/databases.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
+import { tempDir } from '../helpers/fs.js';
 import { killAll, startProcess, waitReady, type TestProcess } from '../helpers/process.js';
 import { dropQueues, eventually } from '../helpers/runtime.js';
 
@@ -36,7 +37,7 @@ async function sqlClient(): Promise<pg.Client> {
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-hb-'));
+  dataDir = await tempDir('wcr-hb-');
   const config = path.join(dataDir, 'test.yaml');
   await writeFile(config, [
     'database:', `  url: ${TEST_DATABASE_URL}`, `  schema: ${schema}`,
@@ -57,11 +58,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   killAll();
-  const c = await sqlClient();
-  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await c.end();
+  await dropSchema(schema);
   await dropQueues(prefix);
-  await rm(dataDir, { recursive: true, force: true });
 });
 
 interface Req {

@@ -6,6 +6,7 @@ import type { AppConfig } from '../../src/config/schema.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startRuntime, type Runtime, type RuntimeParts } from '../../src/runtime/runtime.js';
 import { TestClient } from './client.js';
+import { dropSchema } from './databases.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from './env.js';
 import { tempDir } from './fs.js';
 
@@ -72,13 +73,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
   const close = async (drop = true) => {
     await runtime.stop();
     if (!drop || shared) return;
-    if (db === 'postgres') {
-      const pg = await import('pg');
-      const client = new pg.default.Client({ connectionString: TEST_DATABASE_URL });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
-    }
+    if (db === 'postgres') await dropSchema(schema);
     await dropQueues(prefix);
     await rm(dataDir, { recursive: true, force: true });
   };

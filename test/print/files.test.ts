@@ -1,27 +1,26 @@
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { inflateRawSync } from 'node:zlib';
 import { degrees, PDFDocument } from 'pdf-lib';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../src/blobs/blob-store.js';
 import { collectJobZip } from '../../src/print/collect.js';
 import { pageInfo } from '../../src/print/page-info.js';
 import { testPagePdf } from '../../src/print/test-page.js';
+import { tempDir } from '../helpers/fs.js';
 import { readBytes } from '../helpers/streams.js';
 
 let dir: string;
 let blobs: BlobStore;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-printfiles-'));
+  dir = await tempDir('wcr-printfiles-');
   blobs = new BlobStore(path.join(dir, 'blobs'));
   await blobs.init();
 });
-afterAll(() => rm(dir, { recursive: true, force: true }));
 
 async function pdfText(bytes: Uint8Array): Promise<string> {
   const pdf = await getDocument({ data: new Uint8Array(bytes), verbosity: 0 }).promise;

@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PRINTER_OPERATION_RULES, PRINTER_OPERATIONS, PRINTER_STATES, printerOperationAllowed } from '../../../src/areas/printers/printer-states.js';
 import { countRows } from '../../helpers/databases.js';
@@ -184,10 +182,8 @@ describe('operations', () => {
     const gone = await operator.put(`${pp('c1')}/checkPhysical`);
     expect(gone.body.physical).toMatchObject({ reachable: false });
     expect((await row('c1')).physical.reachable).toBe(false);
-    const tmp = await mkdtemp(path.join(os.tmpdir(), 'wcr-x-'));
     await admin.post('/v3/printers/', { name: 'sock', connection: 'socket://127.0.0.1:1' });
     expect((await operator.put(`${pp('sock')}/checkPhysical`)).body.physical).toMatchObject({ reachable: false });
-    await rm(tmp, { recursive: true });
   });
 
   it('createTestJob submits a generated PDF and answers the job; runtime counts it', async () => {

@@ -1,11 +1,10 @@
 import http from 'node:http';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile, rename as fsRename } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, rm, stat, symlink, writeFile, rename as fsRename } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
-import { pathExists } from '../../helpers/fs.js';
+import { pathExists, tempDir } from '../../helpers/fs.js';
 import { postEntry, runCommand } from '../../helpers/repo.js';
 
 /** The Repositories rows for the `filesystem` connector, and every way out of its root we could think of. */
@@ -35,11 +34,10 @@ beforeAll(async () => {
   rt = await startTestRuntime();
   api = rt.client.withToken(await rt.token('alice', ['admin']));
   root = path.join(rt.dataDir, 'files');
-  outside = await mkdtemp(path.join(os.tmpdir(), 'wcr-outside-'));
+  outside = await tempDir('wcr-outside-');
   await writeFile(path.join(outside, 'secret.txt'), 'top secret');
 });
 afterAll(async () => {
-  await rm(outside, { recursive: true, force: true });
   await rt?.close();
 });
 
