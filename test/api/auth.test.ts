@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { countRows } from '../helpers/databases.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { DevIssuer } from '../../src/auth/dev-issuer.js';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -16,10 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => rt?.close());
 
-async function entryCount(): Promise<number> {
-  const { rows } = await rt.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM entries');
-  return rows[0]!.n;
-}
+const entryCount = () => countRows(rt.services.db, 'entries');
 
 describe('401: invalid tokens', () => {
   it('no token, malformed header, garbage token', async () => {

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRows } from '../helpers/databases.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import type { TestClient } from '../helpers/client.js';
 import { expectOldContentAndNoParts } from '../helpers/uploads.js';
@@ -69,10 +70,7 @@ function parse(text: string): { status: number; headers: Map<string, string>; bo
   return { status: Number(statusLine!.split(' ')[1]), headers, body: text.slice(end + 4, end + 4 + length) };
 }
 
-async function entryCount(): Promise<number> {
-  const { rows } = await rt.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM entries');
-  return rows[0]!.n;
-}
+const entryCount = () => countRows(rt.services.db, 'entries');
 
 describe('JSON bodies', () => {
   it('a body that stops halfway: 408 REQUEST_TIMEOUT, connection closed, nothing created', async () => {

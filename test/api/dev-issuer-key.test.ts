@@ -1,12 +1,12 @@
-import { mkdir, mkdtemp, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, readdir, utimes, writeFile } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jwtVerify } from 'jose';
 import { DevIssuer } from '../../src/auth/dev-issuer.js';
+import { dropSchema } from '../helpers/databases.js';
 import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
+import { tempDir } from '../helpers/fs.js';
 import { killAll, startProcess, waitLog, waitReady, type TestProcess } from '../helpers/process.js';
 import { dropQueues } from '../helpers/runtime.js';
 
@@ -16,24 +16,13 @@ import { dropQueues } from '../helpers/runtime.js';
  * and none reads a half-written file; a broken file from an old crash is
  * replaced rather than blocking every start.
  */
-const dirs: string[] = [];
 const schema = uniqueName('dk');
 const prefix = uniqueName('dk');
 afterAll(async () => {
   killAll();
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-  const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await c.end();
+  await dropSchema(schema);
   await dropQueues(prefix);
 });
-
-async function freshDir(): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), 'wcr-dk-'));
-  dirs.push(d);
-  return d;
-}
 
 const keyDir = (dataDir: string) => path.join(dataDir, 'dev-issuer');
 const kidOf = (i: DevIssuer) => i.jwks().keys[0]!.kid;
@@ -41,7 +30,7 @@ const kidOf = (i: DevIssuer) => i.jwks().keys[0]!.kid;
 describe('in one process', () => {
   it('many opens at once on a fresh DATA_DIR agree on one complete key (10 rounds of 16)', async () => {
     for (let round = 0; round < 10; round++) {
-      const dir = await freshDir();
+      const dir = await tempDir('wcr-dk-');
       const issuers = await Promise.all(Array.from({ length: 16 }, () => DevIssuer.open(dir, 'http://127.0.0.1:1/dev-issuer')));
       expect(new Set(issuers.map(kidOf)).size).toBe(1);
       // only the key file is left: no temporary files from the losers
@@ -69,7 +58,7 @@ describe('in one process', () => {
       }
       parentPort.postMessage(seen);`;
     for (let round = 0; round < 20; round++) {
-      const dir = await freshDir();
+      const dir = await tempDir('wcr-dk-');
       const file = path.join(keyDir(dir), 'key.json');
       await mkdir(keyDir(dir), { recursive: true });
       const workers = Array.from({ length: 2 }, () => new Worker(reader, { eval: true, workerData: { file, ms: 5000 } }));
@@ -88,7 +77,7 @@ describe('in one process', () => {
   }, 120_000);
 
   it('the key file is private to its owner', async () => {
-    const dir = await freshDir();
+    const dir = await tempDir('wcr-dk-');
     await DevIssuer.open(dir, 'http://x');
     const { stat } = await import('node:fs/promises');
     expect((await stat(path.join(keyDir(dir), 'key.json'))).mode & 0o077).toBe(0);
@@ -101,7 +90,7 @@ describe('in one process', () => {
     ['the JSON null', 'null'],
   ] as const) {
     it(`an unparsable key file (${label}) left by an old crash is set aside and replaced`, async () => {
-      const dir = await freshDir();
+      const dir = await tempDir('wcr-dk-');
       await mkdir(keyDir(dir), { recursive: true });
       await writeFile(path.join(keyDir(dir), 'key.json'), content);
       const [a, b, c] = await Promise.all([0, 1, 2].map(() => DevIssuer.open(dir, 'http://x')));
@@ -117,7 +106,7 @@ describe('in one process', () => {
   }
 
   it('temporary files of crashed writers are removed once old; a fresh one (a writer at work) is left', async () => {
-    const dir = await freshDir();
+    const dir = await tempDir('wcr-dk-');
     await mkdir(keyDir(dir), { recursive: true });
     const stale = path.join(keyDir(dir), '.key-stale.tmp');
     const fresh = path.join(keyDir(dir), '.key-fresh.tmp');
@@ -136,7 +125,7 @@ describe('in one process', () => {
 describe('real processes', () => {
   it('two api and two worker processes started at once on a fresh DATA_DIR all start and share one key (3 rounds, the last over a broken key file)', async () => {
     for (let round = 0; round < 3; round++) {
-      const dataDir = await freshDir();
+      const dataDir = await tempDir('wcr-dk-');
       const cfg = path.join(dataDir, 'test.yaml');
       await writeFile(cfg, `database:\n  schema: ${schema}\nredis:\n  prefix: ${prefix}\n`);
       if (round === 2) {

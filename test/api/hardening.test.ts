@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import type { ApiResponse, TestClient } from '../helpers/client.js';
+import { expectError, rawJson, type TestClient } from '../helpers/client.js';
 
 /**
  * Input that used to reach SQL or Object.prototype and answer 500: prototype
@@ -13,21 +13,11 @@ const base = '/v1/services/store/repo';
 const PROTO_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'];
 const PG_INVALID_REGEXES = ['/a{99999}/', '/x{1000}/i', '/\\1/', '/(?<n>a)\\k<n>/', '/\\p{L}/', '/[[:foo:]]/'];
 
-const expectError = (res: ApiResponse, status: number, code: string, label = '') => {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body).toMatchObject({ status, code });
-  expect(typeof res.body.message).toBe('string');
-};
-
 async function snapshot(rt: TestRuntime): Promise<string> {
   const { rows } = await rt.services.db.query('SELECT uuid, name, metadata, owner, modified FROM entries ORDER BY uuid');
   const cmds = await rt.services.db.query('SELECT cid FROM commands ORDER BY cid');
   return JSON.stringify([rows, cmds.rows]);
 }
-
-/** Raw JSON text (escapes as written), for bodies JSON.stringify would not produce. */
-const rawJson = (api: TestClient, method: string, path: string, text: string) =>
-  api.request(method, path, { body: text, headers: { 'content-type': 'application/json' } });
 
 describe.each(['postgres', 'pglite'] as const)('hardening on %s', (db) => {
   let rt: TestRuntime;
@@ -66,11 +56,11 @@ describe.each(['postgres', 'pglite'] as const)('hardening on %s', (db) => {
   it('prototype names as roles are unknown roles: 403 everywhere, never 500, never a pass', async () => {
     for (const role of PROTO_NAMES) {
       const stranger = rt.client.withToken(await rt.token(`u-${role}`, [role]));
-      expectError(await stranger.get('/v1/services'), 403, 'NO_ROLE', role);
-      expectError(await stranger.get(base), 403, 'FORBIDDEN', role);
-      expectError(await stranger.get(`${base}/${col}/children`), 403, 'FORBIDDEN', role);
-      expectError(await stranger.post(base, { name: `by-${role}`, type: 'document' }), 403, 'FORBIDDEN', role);
-      expectError(await stranger.get(`${base}/command/${randomUUID()}`), 403, 'FORBIDDEN', role);
+      expectError(await stranger.get('/v1/services'), 403, 'NO_ROLE', { label: role });
+      expectError(await stranger.get(base), 403, 'FORBIDDEN', { label: role });
+      expectError(await stranger.get(`${base}/${col}/children`), 403, 'FORBIDDEN', { label: role });
+      expectError(await stranger.post(base, { name: `by-${role}`, type: 'document' }), 403, 'FORBIDDEN', { label: role });
+      expectError(await stranger.get(`${base}/command/${randomUUID()}`), 403, 'FORBIDDEN', { label: role });
     }
     // next to a real role they change nothing: this caller is a plain user
     const mixed = rt.client.withToken(await rt.token('mixed', ['constructor', 'user', 'valueOf']));
@@ -90,11 +80,11 @@ describe.each(['postgres', 'pglite'] as const)('hardening on %s', (db) => {
       '{"__proto__":{"name":"p4"},"name":"p4"}',
     ];
     for (const text of bodies) {
-      expectError(await rawJson(api, 'POST', base, text), 400, 'INVALID_KEY', text);
-      expectError(await rawJson(api, 'PATCH', `${base}/${doc}`, text), 400, 'INVALID_KEY', text);
-      expectError(await rawJson(api, 'PUT', `${base}/${doc}`, text), 400, 'INVALID_KEY', text);
+      expectError(await api.request('POST', base, rawJson(text)), 400, 'INVALID_KEY', { label: text });
+      expectError(await api.request('PATCH', `${base}/${doc}`, rawJson(text)), 400, 'INVALID_KEY', { label: text });
+      expectError(await api.request('PUT', `${base}/${doc}`, rawJson(text)), 400, 'INVALID_KEY', { label: text });
     }
-    expectError(await rawJson(api, 'POST', `${base}/command`, '{"command":"delete","parameters":{"source":"x","__proto__":{"force":true}}}'), 400, 'INVALID_KEY');
+    expectError(await api.request('POST', `${base}/command`, rawJson('{"command":"delete","parameters":{"source":"x","__proto__":{"force":true}}}')), 400, 'INVALID_KEY');
     expect(await snapshot(rt)).toBe(before);
     expect(Object.prototype).not.toHaveProperty('x');
   });
@@ -121,9 +111,9 @@ describe.each(['postgres', 'pglite'] as const)('hardening on %s', (db) => {
       ['POST', `${base}/command`, '{"command":"import","parameters":{"url":"http://example.com/\\u0000"}}'],
       ['POST', '/v1/repo/inactives', '["\\u0000"]'],
     ];
-    for (const [method, path, text] of cases) expectError(await rawJson(api, method, path, text), 400, 'INVALID_CHARACTER', text);
+    for (const [method, path, text] of cases) expectError(await api.request(method, path, rawJson(text)), 400, 'INVALID_CHARACTER', { label: text });
     // a backslash followed by "u0000" is text, not NUL
-    const literal = await rawJson(api, 'POST', base, '{"name":"lit","metadata":{"k":"\\\\u0000"}}');
+    const literal = await api.request('POST', base, rawJson('{"name":"lit","metadata":{"k":"\\\\u0000"}}'));
     expect(literal.status).toBe(200);
     expect(literal.body.metadata.k).toBe('\\u0000');
     await api.delete(`${base}/${literal.body.uuid}`);
@@ -132,27 +122,27 @@ describe.each(['postgres', 'pglite'] as const)('hardening on %s', (db) => {
 
   it('NUL in query filter values, filter names and sort keys: 400 INVALID_CHARACTER', async () => {
     for (const q of ['name=%00', 'name=a%00b', 'metadata.k=%00', 'a%00b=1', 'metadata.a%00=1', 'sort=na%00me', `name=${encodeURIComponent('/a\u0000/')}`]) {
-      expectError(await api.get(`${base}?${q}`), 400, 'INVALID_CHARACTER', q);
-      expectError(await api.get(`${base}/${col}/children?${q}`), 400, 'INVALID_CHARACTER', q);
+      expectError(await api.get(`${base}?${q}`), 400, 'INVALID_CHARACTER', { label: q });
+      expectError(await api.get(`${base}/${col}/children?${q}`), 400, 'INVALID_CHARACTER', { label: q });
     }
   });
 
   it('JSON nested deeper than 64 levels: 400 JSON_TOO_DEEP (storing it would overflow the stack)', async () => {
     const deep = `{"name":"deep","metadata":{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}}`;
-    expectError(await rawJson(api, 'POST', base, deep), 400, 'JSON_TOO_DEEP');
+    expectError(await api.request('POST', base, rawJson(deep)), 400, 'JSON_TOO_DEEP');
     // within the metadata limit (32 levels, metadata-rules.ts)
     const fine = `{"name":"nested","metadata":{"a":${'['.repeat(30)}1${']'.repeat(30)}}}`;
-    expect((await rawJson(api, 'POST', base, fine)).status).toBe(200);
+    expect((await api.request('POST', base, rawJson(fine))).status).toBe(200);
   });
 
   it('regular expressions valid in JavaScript but not in PostgreSQL: 400 INVALID_FILTER, with rows and without', async () => {
     for (const rx of PG_INVALID_REGEXES) {
       const q = `name=${encodeURIComponent(rx)}`;
-      expectError(await api.get(`${base}?${q}`), 400, 'INVALID_FILTER', rx);
-      expectError(await api.get(`${base}/${col}/children?${q}`), 400, 'INVALID_FILTER', rx);
+      expectError(await api.get(`${base}?${q}`), 400, 'INVALID_FILTER', { label: rx });
+      expectError(await api.get(`${base}/${col}/children?${q}`), 400, 'INVALID_FILTER', { label: rx });
       // an empty collection reads no row; the pattern is judged all the same
-      expectError(await api.get(`${base}/${empty}/children?${q}`), 400, 'INVALID_FILTER', `${rx} (empty)`);
-      expectError(await api.get(`${base}/${col}/children?metadata.n=${encodeURIComponent(rx)}&sort=-name`), 400, 'INVALID_FILTER', rx);
+      expectError(await api.get(`${base}/${empty}/children?${q}`), 400, 'INVALID_FILTER', { label: `${rx} (empty)` });
+      expectError(await api.get(`${base}/${col}/children?metadata.n=${encodeURIComponent(rx)}&sort=-name`), 400, 'INVALID_FILTER', { label: rx });
     }
     // what both dialects accept still works
     const ok = await api.get(`${base}/${col}/children?name=${encodeURIComponent('/^(?:doc)\\.txt$/')}`);

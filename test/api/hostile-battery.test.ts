@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DevIssuer } from '../../src/auth/dev-issuer.js';
+import { rawJson } from '../helpers/client.js';
+import { dropSchema } from '../helpers/databases.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
+import { tempDir } from '../helpers/fs.js';
 import { killAll, startProcess, waitReady, type TestProcess } from '../helpers/process.js';
 import { dropQueues, eventually } from '../helpers/runtime.js';
 
@@ -35,7 +37,7 @@ async function sqlClient(): Promise<pg.Client> {
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-hb-'));
+  dataDir = await tempDir('wcr-hb-');
   const config = path.join(dataDir, 'test.yaml');
   await writeFile(config, [
     'database:', `  url: ${TEST_DATABASE_URL}`, `  schema: ${schema}`,
@@ -56,11 +58,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   killAll();
-  const c = await sqlClient();
-  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await c.end();
+  await dropSchema(schema);
   await dropQueues(prefix);
-  await rm(dataDir, { recursive: true, force: true });
 });
 
 interface Req {
@@ -156,7 +155,6 @@ async function filesAgree(): Promise<void> {
 const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
 /** JSON text of metadata nested `n` levels deep (too deep for JSON.stringify's stack in a test worker). */
 const deepJson = (n: number) => `${'{"a":'.repeat(n)}"x"${'}'.repeat(n)}`;
-const rawJson = (method: string, p: string, text: string): Req => ({ method, path: p, body: text, headers: { 'content-type': 'application/json' } });
 
 describe('a battery of hostile requests', () => {
   const ids: Record<string, string> = {};
@@ -216,14 +214,14 @@ describe('a battery of hostile requests', () => {
         reqs.push({ method: 'POST', path: repo, json: { name, type: 'document' } });
         reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, json: { name } });
         reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, json: { name, metadata: { bad: 'x\u0000' } } });
-        reqs.push(rawJson('PUT', `${repo}/${doc}`, `{"name":${JSON.stringify(name)},"metadata":${deepJson(5000)}}`));
+        reqs.push({ method: 'PUT', path: `${repo}/${doc}`, ...rawJson(`{"name":${JSON.stringify(name)},"metadata":${deepJson(5000)}}`) });
         reqs.push({ method: 'POST', path: `${repo}/command`, json: { command: 'copy', parameters: { source: doc, target: col, name } } });
         reqs.push({ method: 'POST', path: `${repo}/command`, json: { command: 'move', parameters: { source: doc, target: col, name } } });
       }
       // a rename with metadata that cannot be stored must not rename
       reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, json: { name: 'renamed.txt', metadata: { k: 'v\u0000' } } });
-      reqs.push(rawJson('PATCH', `${repo}/${doc}`, `{"name":"renamed.txt","metadata":${deepJson(5000)}}`));
-      reqs.push(rawJson('PATCH', `${repo}/${doc}`, `{"name":"renamed.txt","metadata":${deepJson(200)}}`));
+      reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, ...rawJson(`{"name":"renamed.txt","metadata":${deepJson(5000)}}`) });
+      reqs.push({ method: 'PATCH', path: `${repo}/${doc}`, ...rawJson(`{"name":"renamed.txt","metadata":${deepJson(200)}}`) });
       for (const re of regexes) {
         reqs.push({ path: `${repo}?name=${encodeURIComponent(re)}` }, { path: `${repo}/${col}/children?metadata.n=${encodeURIComponent(re)}` });
       }

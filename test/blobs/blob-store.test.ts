@@ -1,20 +1,20 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, utimes } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, readdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../src/blobs/blob-store.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { tempDir } from '../helpers/fs.js';
+import { readBytes } from '../helpers/streams.js';
 
 let dir: string;
 let blobs: BlobStore;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-blobs-'));
+  dir = await tempDir('wcr-blobs-');
   blobs = new BlobStore(dir);
   await blobs.init();
 });
-afterAll(() => rm(dir, { recursive: true, force: true }));
 
 function* chunks(n: number, size: number) {
   for (let i = 0; i < n; i++) yield Buffer.alloc(size, i % 251);
@@ -32,9 +32,7 @@ describe('content-addressed blob store', () => {
     for await (const c of (await blobs.open(info.sha256))!) out.update(c as Buffer);
     expect(out.digest('hex')).toBe(info.sha256);
     const range = await blobs.open(info.sha256, { start: 65536, end: 65539 });
-    const parts: Buffer[] = [];
-    for await (const c of range!) parts.push(c as Buffer);
-    expect(Buffer.concat(parts)).toEqual(Buffer.alloc(4, 1));
+    expect(await readBytes(range!)).toEqual(Buffer.alloc(4, 1));
     expect(await readdir(path.join(dir, 'tmp'))).toEqual([]);
   });
 

@@ -1,8 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dirSyncer, syncDir } from '../../src/blobs/dir-sync.js';
+import { tempDir } from '../helpers/fs.js';
 
 /** A fake fsync whose calls finish when the test says so. */
 function fakeFsync() {
@@ -16,8 +15,7 @@ function fakeFsync() {
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('syncDir', () => {
-  const tmp = mkdtemp(path.join(os.tmpdir(), 'dir-sync-'));
-  afterAll(async () => rm(await tmp, { recursive: true, force: true }));
+  const tmp = tempDir('dir-sync-');
 
   it('syncs a real directory, and refuses one that does not exist', async () => {
     await expect(syncDir(await tmp)).resolves.toBeUndefined();

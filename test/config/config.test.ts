@@ -1,16 +1,15 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { readEnv } from '../../src/config/env.js';
+import { tempDir } from '../helpers/fs.js';
 
 let dir: string;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-config-'));
+  dir = await tempDir('wcr-config-');
 });
-afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('configuration', () => {
   it('the shipped default configuration is valid and wires the demo services', () => {

@@ -26,7 +26,8 @@ function chunksOf(source: Readable, chunkRows = 100) {
   return { parsed, chunks: encodable.copyChunks({ lid: randomUUID(), base: 0, chunkRows })[Symbol.asyncIterator]() };
 }
 
-async function readAll(it: AsyncIterator<CopyChunk>): Promise<number> {
+/** Reads every COPY payload (each must start with the binary COPY signature) and answers how many rows they held. */
+async function countCopyRows(it: AsyncIterator<CopyChunk>): Promise<number> {
   let rows = 0;
   for (let r = await it.next(); !r.done; r = await it.next()) {
     expect(r.value.data.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
@@ -42,14 +43,14 @@ describe('the CSV import thread', () => {
   it('runs two imports at once in its one thread, each with its own rows and header', async () => {
     const a = chunksOf(Readable.from([body('A', 1234)]));
     const b = chunksOf(Readable.from([body('B', 2345)]));
-    const [na, nb] = await Promise.all([readAll(a.chunks), readAll(b.chunks)]);
+    const [na, nb] = await Promise.all([countCopyRows(a.chunks), countCopyRows(b.chunks)]);
     const thread = csvThread.threadId;
     expect(thread).toBeDefined();
     expect([na, nb]).toEqual([1234, 2345]);
     expect(a.parsed.header()).toEqual({ name: 'A', metadata: {} });
     expect(b.parsed.header()).toEqual({ name: 'B', metadata: {} });
     // a third import reuses the thread
-    expect(await readAll(chunksOf(Readable.from([body('C', 10)])).chunks)).toBe(10);
+    expect(await countCopyRows(chunksOf(Readable.from([body('C', 10)])).chunks)).toBe(10);
     expect(csvThread.threadId).toBe(thread);
   });
 
@@ -58,14 +59,14 @@ describe('the CSV import thread', () => {
     const onMain = await (async () => {
       for await (const _ of parseList(csv, Readable.from([bad])).items) void _;
     })().catch((err: unknown) => err);
-    const inThread = await readAll(chunksOf(Readable.from([bad])).chunks).catch((err: unknown) => err);
+    const inThread = await countCopyRows(chunksOf(Readable.from([bad])).chunks).catch((err: unknown) => err);
     expect(onMain).toBeInstanceOf(AppError);
     expect(inThread).toBeInstanceOf(AppError);
     expect({ ...(inThread as AppError), message: (inThread as AppError).message }).toEqual({ ...(onMain as AppError), message: (onMain as AppError).message });
     // the href check of tasks runs where the rows are encoded
     const parsed = parseList(csv, Readable.from([HEADER + ',/v1/services/s/repo/' + randomUUID() + ',x,1\r\n,not a url,y,2\r\n']));
     const it = copyEncodable(parsed.items)!.copyChunks({ lid: randomUUID(), base: 0, chunkRows: 10 }, { checkHrefs: true })[Symbol.asyncIterator]();
-    const err = (await readAll(it).catch((e: unknown) => e)) as AppError;
+    const err = (await countCopyRows(it).catch((e: unknown) => e)) as AppError;
     expect(err).toBeInstanceOf(AppError);
     expect(err.code).toBe('INVALID_HREF');
     expect(err.details).toEqual({ row: 3, column: 'item.href' });
@@ -87,7 +88,7 @@ describe('the CSV import thread', () => {
     expect(err).not.toBeInstanceOf(AppError);
     expect((err as Error).message).toMatch(/CSV import thread/);
     source.destroy();
-    expect(await readAll(chunksOf(Readable.from([body('D', 500)])).chunks)).toBe(500);
+    expect(await countCopyRows(chunksOf(Readable.from([body('D', 500)])).chunks)).toBe(500);
     expect(csvThread.threadId).toBeDefined();
     expect(csvThread.threadId).not.toBe(dead);
   });
@@ -119,7 +120,7 @@ describe('the CSV import thread', () => {
     // a few payloads' worth of rows (about 90 bytes each) and the chunks in flight, not the 9 MB body
     expect(held).toBeLessThan(3 * 1000 * 100 + CHUNK_CREDITS * 64 * 1024 + 1024 * 1024);
     first.value!.done();
-    expect((first.value as CopyChunk).rows + (await readAll(chunks))).toBe(rows);
+    expect((first.value as CopyChunk).rows + (await countCopyRows(chunks))).toBe(rows);
     expect(pulled).toBeGreaterThan(8_000_000);
   });
 

@@ -34,12 +34,6 @@ export async function parseError(name: ListFormat['name'], text: string | Buffer
   throw new Error('the parse did not fail');
 }
 
-export async function readAll(stream: Readable): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const c of stream) parts.push(Buffer.from(c as string | Buffer));
-  return Buffer.concat(parts).toString('utf8');
-}
-
 export const source = (name: string | undefined, metadata: Metadata, items: ListItem[]): ListSource => ({
   ...(name !== undefined ? { name } : {}),
   metadata,

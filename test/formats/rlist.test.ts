@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { parseList } from '../../src/formats/index.js';
-import { format, parseError, parseText, readAll, source } from './helpers.js';
+import { format, parseError, parseText, source } from './helpers.js';
+import { readAll } from '../helpers/streams.js';
 import { writeRlist } from '../../src/formats/rlist.js';
 
 const SAMPLE = [

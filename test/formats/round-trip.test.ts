@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type ListItem, type Metadata, collectList, parseList, writeList } from '../../src/formats/index.js';
-import { chunked, format, readAll, source } from './helpers.js';
+import { chunked, format, source } from './helpers.js';
+import { readAll } from '../helpers/streams.js';
 
 /**
  * What CSV and RList represent (docs/formats.md), written independently of

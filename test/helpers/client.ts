@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { checkContract, type CheckedResponse } from './contract.js';
 
 export interface RequestOptions {
@@ -48,4 +49,32 @@ export class TestClient {
   put = (path: string, json?: unknown, opts?: RequestOptions) => this.request('PUT', path, { ...opts, json });
   patch = (path: string, json?: unknown, opts?: RequestOptions) => this.request('PATCH', path, { ...opts, json });
   delete = (path: string, opts?: RequestOptions) => this.request('DELETE', path, opts);
+}
+
+/**
+ * A JSON body sent exactly as written (escapes, duplicate keys, nesting that
+ * JSON.stringify would not produce or would overflow on): request options
+ * for `TestClient.request`, or to spread into a request of one's own.
+ */
+export const rawJson = (text: string): { body: string; headers: Record<string, string> } =>
+  ({ body: text, headers: { 'content-type': 'application/json' } });
+
+export interface ErrorExpectation {
+  /** Names the case in every failure message (the input that was sent, say). */
+  label?: string;
+  /** Also expect no stack trace (`at file.ts:12`) anywhere in the body. */
+  noStackTrace?: boolean;
+}
+
+/**
+ * Expects the one error body of every route: this HTTP status, the same
+ * `status` in the body, a string `message`, and this `code` when one is given.
+ */
+export function expectError(res: { status: number; body: unknown }, status: number, code?: string, { label, noStackTrace = false }: ErrorExpectation = {}): void {
+  const body = res.body as Record<string, unknown>;
+  expect(res.status, `${label === undefined ? '' : `${label} `}${JSON.stringify(body)}`).toBe(status);
+  expect(body.status, label).toBe(status);
+  if (code !== undefined) expect(body.code, label).toBe(code);
+  expect(typeof body.message, label).toBe('string');
+  if (noStackTrace) expect(JSON.stringify(body), label).not.toMatch(/at .*\.(ts|js):\d+/);
 }

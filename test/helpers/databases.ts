@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Database } from '../../src/storage/driver/database.js';
+import type { Database, Sql } from '../../src/storage/driver/database.js';
 import { openPglite } from '../../src/storage/driver/pglite.js';
 import { openPostgres } from '../../src/storage/driver/postgres.js';
 import { migrate } from '../../src/storage/migrate.js';
@@ -28,6 +28,15 @@ export async function dropSchema(schema: string): Promise<void> {
   } finally {
     await c.end();
   }
+}
+
+/**
+ * How many rows `from` holds: a table name, optionally with a condition
+ * (`"commands WHERE sid = $1"`, with `params`).
+ */
+export async function countRows(sql: Sql, from: string, params: readonly unknown[] = []): Promise<number> {
+  const { rows } = await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, params);
+  return rows[0]!.n;
 }
 
 /** A new schema on the test PostgreSQL server. */

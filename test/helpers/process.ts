@@ -1,7 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { TEST_REDIS_URL } from './env.js';
-import { eventually } from './runtime.js';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { DevIssuer } from '../../src/auth/dev-issuer.js';
+import { dropSchema } from './databases.js';
+import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from './env.js';
+import { tempDir } from './fs.js';
+import { dropQueues, eventually } from './runtime.js';
 
 /**
  * Real entrypoint processes for crash and multi-process tests: spawn one with
@@ -47,6 +53,21 @@ export async function startProcess(role: 'all' | 'api' | 'worker' | 'server', en
   return { child, logs, exited, url: port ? `http://127.0.0.1:${port}` : undefined };
 }
 
+/**
+ * A token for alice (admin) minted by the CLI (`cli.ts mint-token`) from the
+ * development issuer key in `dataDir`, as an operator would mint one.
+ */
+export function mintToken(dataDir: string, port: number | string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const cli = spawn(process.execPath, ['--import', 'tsx', 'src/entrypoints/cli.ts', 'mint-token', '--user', 'alice', '--roles', 'admin'], {
+      env: { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port) },
+    });
+    let out = '';
+    cli.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    cli.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`cli exited ${code}`))));
+  });
+}
+
 /** Resolves once `GET /readyz` answers 200 (processes start slowly under a loaded test run). */
 export async function waitReady(url: string, timeoutMs = 120_000): Promise<void> {
   await eventually(async () => {
@@ -61,7 +82,55 @@ export async function waitLog(p: TestProcess, pattern: RegExp, timeoutMs = 120_0
   return eventually(async () => p.logs.find((l) => pattern.test(l)), timeoutMs, 100);
 }
 
+/** SIGKILLs one process and resolves once it is gone. */
+export async function killProcess(p: TestProcess): Promise<void> {
+  p.child.kill('SIGKILL');
+  await p.exited;
+}
+
 /** SIGKILLs every process still running (call in afterAll). */
 export function killAll(): void {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+}
+
+/**
+ * Storage and configuration for real entrypoint processes: a DATA_DIR, a
+ * PostgreSQL schema and a Redis prefix of their own, written into a CONFIG
+ * file, plus tokens from the development issuer that the processes share.
+ */
+export interface ProcessEnv {
+  dataDir: string;
+  schema: string;
+  prefix: string;
+  /** Environment for `startProcess`. */
+  env: Record<string, string>;
+  token(url: string, user?: string): Promise<string>;
+  /** Kills the processes, drops the schema and the queues (the DATA_DIR goes when the test file is done). */
+  cleanup(): Promise<void>;
+}
+
+/** A ProcessEnv whose CONFIG holds `config` besides the database and Redis keys. */
+export async function processEnv(config: Record<string, unknown>): Promise<ProcessEnv> {
+  const dataDir = await tempDir('wcr-proc-');
+  const schema = uniqueName('pe');
+  const prefix = uniqueName('pe');
+  const file = path.join(dataDir, 'config.yaml');
+  await writeFile(file, stringify({
+    database: { url: TEST_DATABASE_URL, schema },
+    redis: { prefix },
+    ...config,
+  }));
+  return {
+    dataDir, schema, prefix,
+    env: { DATA_DIR: dataDir, CONFIG: file },
+    async token(url, user = 'alice') {
+      const issuer = await DevIssuer.open(dataDir, `${url}/dev-issuer`);
+      return issuer.mint({ user, roles: ['admin'] });
+    },
+    async cleanup() {
+      killAll();
+      await dropSchema(schema);
+      await dropQueues(prefix);
+    },
+  };
 }

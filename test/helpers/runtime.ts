@@ -1,5 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/config/load.js';
@@ -7,7 +6,9 @@ import type { AppConfig } from '../../src/config/schema.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startRuntime, type Runtime, type RuntimeParts } from '../../src/runtime/runtime.js';
 import { TestClient } from './client.js';
+import { dropSchema } from './databases.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from './env.js';
+import { tempDir } from './fs.js';
 
 export interface TestRuntimeOptions {
   /** 'postgres' (default): a schema of its own on the test server; 'pglite': embedded, in DATA_DIR. */
@@ -37,10 +38,13 @@ export const TEST_SERVICES = {
   mock: { type: 'mock' },
 };
 
-/** Starts an isolated runtime: own schema, own queue prefix, own temp DATA_DIR, port 0. */
+/**
+ * Starts an isolated runtime: own schema, own queue prefix, own temp DATA_DIR
+ * (removed by `close()`, and in any case when the test file is done), port 0.
+ */
 export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<TestRuntime> {
   const shared = opts.shareWith;
-  const dataDir = shared?.dataDir ?? await mkdtemp(path.join(os.tmpdir(), 'wcr-test-'));
+  const dataDir = shared?.dataDir ?? await tempDir('wcr-test-');
   const schema = shared?.schema ?? uniqueName('t');
   const prefix = shared?.prefix ?? uniqueName('t');
   const db = opts.db ?? 'postgres';
@@ -69,13 +73,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
   const close = async (drop = true) => {
     await runtime.stop();
     if (!drop || shared) return;
-    if (db === 'postgres') {
-      const pg = await import('pg');
-      const client = new pg.default.Client({ connectionString: TEST_DATABASE_URL });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
-    }
+    if (db === 'postgres') await dropSchema(schema);
     await dropQueues(prefix);
     await rm(dataDir, { recursive: true, force: true });
   };

@@ -1,12 +1,12 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dropSchema } from '../helpers/databases.js';
 import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
-import { freePort, killAll, startProcess, waitLog, waitReady } from '../helpers/process.js';
+import { tempDir } from '../helpers/fs.js';
+import { freePort, killAll, mintToken, startProcess, waitLog, waitReady } from '../helpers/process.js';
 import { eventually } from '../helpers/runtime.js';
 import { startRedisServer, type RedisServer } from './redis-server.js';
 
@@ -18,28 +18,12 @@ import { startRedisServer, type RedisServer } from './redis-server.js';
  */
 const schema = uniqueName('rd');
 const prefix = uniqueName('rd');
-let dataDir: string | undefined;
 let redis: RedisServer | undefined;
 afterAll(async () => {
   killAll();
   await redis?.stop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await c.end();
+  await dropSchema(schema);
 });
-
-function mintToken(dir: string, port: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const cli = spawn(process.execPath, ['--import', 'tsx', 'src/entrypoints/cli.ts', 'mint-token', '--user', 'alice', '--roles', 'admin'], {
-      env: { PATH: process.env.PATH, DATA_DIR: dir, PORT: port },
-    });
-    let out = '';
-    cli.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    cli.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`cli exited ${code}`))));
-  });
-}
 
 /** A request and how long its answer took. */
 async function timed(url: string, init: RequestInit): Promise<{ status: number; body: Record<string, unknown>; ms: number }> {
@@ -53,7 +37,7 @@ const STARTUP_MS = 120_000;
 
 describe('Redis unreachable', () => {
   it('50 launches and 20 uploads answer within a second each; once Redis starts, all the work completes', async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-rd-'));
+    const dataDir = await tempDir('wcr-rd-');
     const redisPort = await freePort();
     const cfg = path.join(dataDir, 'test.yaml');
     await writeFile(cfg, `database:\n  schema: ${schema}\nredis:\n  prefix: ${prefix}\ncommands:\n  importAllowPrivate: true\n`);

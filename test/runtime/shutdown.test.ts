@@ -1,75 +1,36 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
+import { dropSchema } from '../helpers/databases.js';
+import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
+import { tempDir } from '../helpers/fs.js';
+import { freePort, killAll, mintToken, startProcess, waitLog, waitReady } from '../helpers/process.js';
 import { dropQueues, eventually } from '../helpers/runtime.js';
-import pg from 'pg';
 
 /** The real entrypoint as a process: SIGTERM lets an upload in flight finish, then everything closes in order. */
-const dirs: string[] = [];
-const children: ChildProcess[] = [];
 const schema = uniqueName('sd');
 const prefix = uniqueName('sd');
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-  const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await c.end();
+  killAll();
+  await dropSchema(schema);
   await dropQueues(prefix);
 });
 
-function start(role: string, dataDir: string, port: number, extraEnv: Record<string, string> = {}): { child: ChildProcess; logs: string[] } {
-  const logs: string[] = [];
-  const child = spawn(process.execPath, ['--import', 'tsx', `src/entrypoints/${role}.ts`], {
-    env: { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'info', ...extraEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  child.stdout!.on('data', (c: Buffer) => logs.push(...c.toString().split('\n').filter(Boolean)));
-  child.stderr!.on('data', (c: Buffer) => logs.push(...c.toString().split('\n').filter(Boolean)));
-  return { child, logs };
-}
+const start = (role: 'all' | 'api' | 'worker', dataDir: string, port: number, extraEnv: Record<string, string> = {}) =>
+  startProcess(role, { DATA_DIR: dataDir, PORT: String(port), ...extraEnv });
 
 /** Three processes start at once under a loaded test run: starting can be slow, so the waits are generous. */
 const STARTUP_MS = 120_000;
 
-/** Ready when /readyz answers 200 (the body is read so the connection goes idle). */
-async function ready(url: string): Promise<true | undefined> {
-  const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-  await res?.arrayBuffer();
-  return res?.status === 200 ? true : undefined;
-}
-
-const freePort = () => new Promise<number>((resolve) => {
-  const s = http.createServer().listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as { port: number };
-    s.close(() => resolve(port));
-  });
-});
-
 describe('graceful shutdown', () => {
   it('SIGTERM during an upload: the upload completes, the process stops in order and exits 0', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-sd-'));
-    dirs.push(dataDir);
+    const dataDir = await tempDir('wcr-sd-');
     const port = await freePort();
     // DATABASE_URL with its own schema through the CONFIG file route is not needed: the embedded database is fine here.
-    const { child, logs } = start('all', dataDir, port);
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { child, logs, exited } = await start('all', dataDir, port);
     const base = `http://127.0.0.1:${port}`;
-    await eventually(() => ready(base), STARTUP_MS, 250);
-    const token = await new Promise<string>((resolve, reject) => {
-      const cli = spawn(process.execPath, ['--import', 'tsx', 'src/entrypoints/cli.ts', 'mint-token', '--user', 'alice', '--roles', 'admin'], {
-        env: { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port) },
-      });
-      let out = '';
-      cli.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      cli.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`cli exited ${code}`))));
-    });
+    await waitReady(base, STARTUP_MS);
+    const token = await mintToken(dataDir, port);
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const created = await (await fetch(`${base}/v1/services/store/repo`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'slow.bin', type: 'document' }) })).json() as { uuid: string };
 
@@ -101,18 +62,17 @@ describe('graceful shutdown', () => {
   }, 300_000);
 
   it('roles api and worker as separate processes over PostgreSQL; a bad role configuration is refused', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-sd-'));
-    dirs.push(dataDir);
+    const dataDir = await tempDir('wcr-sd-');
     const port = await freePort();
     const cfg = path.join(dataDir, 'test.yaml');
     const { writeFile } = await import('node:fs/promises');
     await writeFile(cfg, `database:\n  schema: ${schema}\nredis:\n  prefix: ${prefix}\n`);
     const env = { DATABASE_URL: TEST_DATABASE_URL, CONFIG: cfg };
-    const api = start('api', dataDir, port, env);
-    const worker = start('worker', dataDir, port, env);
+    const api = await start('api', dataDir, port, env);
+    const worker = await start('worker', dataDir, port, env);
     try {
-      await eventually(() => ready(`http://127.0.0.1:${port}`), STARTUP_MS, 250);
-      await eventually(async () => (worker.logs.some((l) => l.includes('workers running')) ? true : undefined), STARTUP_MS, 250);
+      await waitReady(`http://127.0.0.1:${port}`, STARTUP_MS);
+      await waitLog(worker, /workers running/, STARTUP_MS);
       expect(api.logs.join('\n')).toContain('API listening');
       expect(worker.logs.join('\n')).not.toContain('API listening');
     } finally {
@@ -124,21 +84,19 @@ describe('graceful shutdown', () => {
       expect(codes, [...api.logs, ...worker.logs].join('\n').slice(-3000)).toEqual([0, 0]);
     }
     // the embedded database is single-process: role api without DATABASE_URL is refused at start
-    const refused = start('api', dataDir, port);
-    const code = await new Promise<number | null>((r) => refused.child.on('exit', (c) => r(c)));
+    const refused = await start('api', dataDir, port);
+    const code = await refused.exited;
     expect(code).toBe(78);
     expect(refused.logs.join('\n')).toMatch(/embedded database/);
   }, 300_000);
 
   it('Redis unreachable: the process still starts (readyz says why), and SIGTERM still stops it', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-sd-'));
-    dirs.push(dataDir);
+    const dataDir = await tempDir('wcr-sd-');
     const port = await freePort();
     const cfg = path.join(dataDir, 'fast.yaml');
     const { writeFile } = await import('node:fs/promises');
     await writeFile(cfg, 'server:\n  shutdownTimeoutMs: 4000\n');
-    const { child, logs } = start('all', dataDir, port, { REDIS_URL: 'redis://127.0.0.1:1', CONFIG: cfg });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { child, logs, exited } = await start('all', dataDir, port, { REDIS_URL: 'redis://127.0.0.1:1', CONFIG: cfg });
     const body = await eventually(async () => {
       const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
       const json = res ? await res.json() as { checks?: { redis?: string; database?: string } } : undefined;

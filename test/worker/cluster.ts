@@ -1,11 +1,6 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
-import { DevIssuer } from '../../src/auth/dev-issuer.js';
-import { TEST_DATABASE_URL, uniqueName } from '../helpers/env.js';
-import { startProcess, waitLog, waitReady, type TestProcess } from '../helpers/process.js';
-import { dropQueues } from '../helpers/runtime.js';
+import { TEST_DATABASE_URL } from '../helpers/env.js';
+import { processEnv, startProcess, waitLog, waitReady, type TestProcess } from '../helpers/process.js';
 
 /**
  * An `api` process and any number of `worker` processes sharing one
@@ -22,25 +17,16 @@ export interface Cluster {
   startWorker(): Promise<TestProcess>;
   /** JSON request to the api process. */
   call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Kills the processes, drops the schema and the queues (the DATA_DIR goes when the test file is done). */
   close(): Promise<void>;
 }
 
 export async function startCluster(queues: Record<string, unknown>): Promise<Cluster> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-cluster-'));
-  const schema = uniqueName('cl');
-  const prefix = uniqueName('cl');
-  const configFile = path.join(dataDir, 'config.yaml');
-  await writeFile(configFile, JSON.stringify({
-    database: { url: TEST_DATABASE_URL, schema },
-    redis: { prefix },
-    commands: { importAllowPrivate: true },
-    queues,
-  }));
-  const env = { DATA_DIR: dataDir, CONFIG: configFile };
+  const pe = await processEnv({ commands: { importAllowPrivate: true }, queues });
+  const { schema, prefix, env } = pe;
   const api = await startProcess('api', env);
   await waitReady(api.url!);
-  const issuer = await DevIssuer.open(dataDir, `${api.url}/dev-issuer`);
-  const auth = { authorization: `Bearer ${await issuer.mint({ user: 'alice', roles: ['admin'] })}` };
+  const auth = { authorization: `Bearer ${await pe.token(api.url!)}` };
   const db = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path="${schema}"` });
   await db.connect();
   return {
@@ -60,10 +46,8 @@ export async function startCluster(queues: Record<string, unknown>): Promise<Clu
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     },
     async close() {
-      await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
       await db.end().catch(() => {});
-      await dropQueues(prefix);
-      await rm(dataDir, { recursive: true, force: true });
+      await pe.cleanup();
     },
   };
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Queue, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_REDIS_URL } from '../helpers/env.js';
-import { killAll, type TestProcess } from '../helpers/process.js';
+import { killAll, killProcess } from '../helpers/process.js';
 import { eventually } from '../helpers/runtime.js';
 import { startCluster, type Cluster } from './cluster.js';
 
@@ -87,10 +87,6 @@ async function launchImports(folder: string, count: number, tag: string): Promis
   return cids;
 }
 
-const kill = async (p: TestProcess) => {
-  p.child.kill('SIGKILL');
-  await p.exited;
-};
 
 describe('stranded jobs', () => {
   it('the worker killed twice in a row during 300 commands: every command reaches a final state', async () => {
@@ -105,7 +101,7 @@ describe('stranded jobs', () => {
       const running = await rows(`state = 'running'`);
       return running.length === 8 && source.hanging() === 8 ? running : undefined;
     }, 60_000, 100);
-    await kill(worker1);
+    await killProcess(worker1);
 
     // second kill: while the interrupted commands run again (each hanging in its second run)
     source.holdOnly(first.map((r) => r.name));
@@ -114,7 +110,7 @@ describe('stranded jobs', () => {
       const rerun = await rows(`cid = ANY($1) AND state = 'running' AND attempts >= 2`, [first.map((r) => r.cid)]);
       return rerun.length === first.length && first.every((r) => (source.hits.get(r.name) ?? 0) >= 2) ? true : undefined;
     }, 120_000, 100);
-    await kill(worker2);
+    await killProcess(worker2);
 
     source.holdOnly([]);
     const worker3 = await cluster.startWorker();
@@ -129,7 +125,7 @@ describe('stranded jobs', () => {
     // each import created exactly one document
     const { rows: kids } = await cluster.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM entries WHERE parent = $1`, [folder]);
     expect(kids[0]!.n).toBe(300);
-    await kill(worker3);
+    await killProcess(worker3);
   }, 600_000);
 
   it('a job failed past its attempts while its row is pending is re-created by the reconciler and completes', async () => {
@@ -164,7 +160,7 @@ describe('stranded jobs', () => {
       expect((await queue.getJobCounts('failed')).failed).toBe(0);
     } finally {
       await queue.close();
-      await kill(worker);
+      await killProcess(worker);
     }
   }, 300_000);
 });

@@ -4,6 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
+import { finish, launch, postEntry } from '../../helpers/repo.js';
 
 let rt: TestRuntime;
 let api: TestClient;
@@ -12,26 +13,13 @@ let sourceUrl: string;
 const base = '/v1/services/store/repo';
 const PAYLOAD = Buffer.alloc(3 * 1024 * 1024, 'abcdefghij');
 
-async function mk(name: string, type: 'document' | 'collection' = 'document', parent?: string) {
-  const res = await api.post(parent ? `${base}/${parent}` : base, { name, type });
-  expect(res.status).toBe(200);
-  return res.body.uuid as string;
-}
+const mk = async (name: string, type?: 'document' | 'collection', parent?: string) => (await postEntry(api, base, name, type, parent)).uuid;
 
-/** Polls the status until it is final; that read is the one delivery. */
-async function finish(cid: string) {
-  return eventually(async () => {
-    const res = await api.get(`${base}/command/${cid}`);
-    expect(res.status).toBe(200);
-    return ['success', 'failure'].includes(res.body.state) ? res.body : undefined;
-  });
-}
-
-async function launch(command: string, parameters: Record<string, unknown>) {
-  const res = await api.post(`${base}/command`, { command, parameters });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  expect(res.body.cid).toMatch(/^[0-9a-f-]{36}$/);
-  return res.body.cid as string;
+/** Launches a command on the store, expecting a UUID for its cid. */
+async function launchHere(command: string, parameters: Record<string, unknown>) {
+  const cid = await launch(api, 'store', command, parameters);
+  expect(cid).toMatch(/^[0-9a-f-]{36}$/);
+  return cid;
 }
 
 beforeAll(async () => {
@@ -67,8 +55,8 @@ afterAll(async () => {
 describe('repository commands', () => {
   it('import streams an http URL into a new document, with progress; the final state is delivered once', async () => {
     const folder = await mk('imports', 'collection');
-    const cid = await launch('import', { url: `${sourceUrl}/files/report%20v1.pdf`, target: folder });
-    const done = await finish(cid);
+    const cid = await launchHere('import', { url: `${sourceUrl}/files/report%20v1.pdf`, target: folder });
+    const done = await finish(api, 'store', cid);
     expect(done).toMatchObject({ cid, command: 'import', state: 'success', progress: { done: PAYLOAD.length, total: PAYLOAD.length }, error: null });
     expect(done.result.sha256).toBe(createHash('sha256').update(PAYLOAD).digest('hex'));
     const entry = await api.get(done.result.href.replace(/^\/v1/, '/v1'));
@@ -80,19 +68,19 @@ describe('repository commands', () => {
   });
 
   it('import failure: the source answers 404', async () => {
-    const cid = await launch('import', { url: `${sourceUrl}/missing.pdf` });
-    const done = await finish(cid);
+    const cid = await launchHere('import', { url: `${sourceUrl}/missing.pdf` });
+    const done = await finish(api, 'store', cid);
     expect(done.state).toBe('failure');
     expect(done.error.code).toBe('IMPORT_FETCH_FAILED');
     expect(done.result).toBeNull();
   });
 
   it('import follows redirects; refuses a redirect to another scheme; a connection that breaks fails the command', async () => {
-    const ok = await finish(await launch('import', { url: `${sourceUrl}/redirect`, name: 'via-redirect.pdf' }));
+    const ok = await finish(api, 'store', await launchHere('import', { url: `${sourceUrl}/redirect`, name: 'via-redirect.pdf' }));
     expect(ok).toMatchObject({ state: 'success', result: { size: PAYLOAD.length } });
-    const file = await finish(await launch('import', { url: `${sourceUrl}/to-file`, name: 'nope.txt' }));
+    const file = await finish(api, 'store', await launchHere('import', { url: `${sourceUrl}/to-file`, name: 'nope.txt' }));
     expect(file).toMatchObject({ state: 'failure', error: { code: 'IMPORT_FORBIDDEN' } });
-    const broken = await finish(await launch('import', { url: `${sourceUrl}/broken`, name: 'broken.pdf' }));
+    const broken = await finish(api, 'store', await launchHere('import', { url: `${sourceUrl}/broken`, name: 'broken.pdf' }));
     expect(broken.state).toBe('failure');
     const left = await api.get(`${base}?scope=root&name=broken.pdf`);
     expect(left.body.embedded.entries).toEqual([]); // no half-imported document
@@ -127,7 +115,7 @@ describe('repository commands', () => {
     const sub = await mk('sub', 'collection', src);
     await mk('b.txt', 'document', sub);
     const target = await mk('copies', 'collection');
-    const done = await finish(await launch('copy', { source: src, target, name: 'tree-copy' }));
+    const done = await finish(api, 'store', await launchHere('copy', { source: src, target, name: 'tree-copy' }));
     expect(done.state).toBe('success');
     expect(done.result.entries).toBe(4);
     expect(done.progress).toEqual({ done: 4, total: 4 });
@@ -144,13 +132,13 @@ describe('repository commands', () => {
     const a = await mk('move-src', 'collection');
     const b = await mk('move-dst', 'collection');
     const doc = await mk('moving.txt', 'document', a);
-    const moved = await finish(await launch('move', { source: doc, target: b }));
+    const moved = await finish(api, 'store', await launchHere('move', { source: doc, target: b }));
     expect(moved.state).toBe('success');
     expect((await api.get(`${base}/${doc}`)).body.links.parent.href).toBe(`${base}/${b}`);
     await mk('moving.txt', 'document', a);
-    const clash = await finish(await launch('move', { source: doc, target: a }));
+    const clash = await finish(api, 'store', await launchHere('move', { source: doc, target: a }));
     expect(clash).toMatchObject({ state: 'failure', error: { code: 'NAME_EXISTS' } });
-    const del = await finish(await launch('delete', { source: b }));
+    const del = await finish(api, 'store', await launchHere('delete', { source: b }));
     expect(del).toMatchObject({ state: 'success', result: { deleted: 2 } });
     expect((await api.get(`${base}/${doc}`)).status).toBe(404);
   });
@@ -184,14 +172,14 @@ describe('repository commands', () => {
   });
 
   it("another user cannot read someone's command", async () => {
-    const cid = await launch('import', { url: `${sourceUrl}/missing.pdf` });
+    const cid = await launchHere('import', { url: `${sourceUrl}/missing.pdf` });
     const bob = rt.client.withToken(await rt.token('bob', ['user']));
     expect((await bob.get(`${base}/command/${cid}`)).status).toBe(404);
-    await finish(cid);
+    await finish(api, 'store', cid);
   });
 
   it('expired final commands are gone (404)', async () => {
-    const cid = await launch('import', { url: `${sourceUrl}/missing.pdf` });
+    const cid = await launchHere('import', { url: `${sourceUrl}/missing.pdf` });
     await eventually(async () => {
       const { rows } = await rt.services.db.query<{ state: string }>('SELECT state FROM commands WHERE cid = $1', [cid]);
       return rows[0]?.state === 'failure' ? true : undefined;

@@ -6,10 +6,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClient } from '../../helpers/client.js';
 import { TEST_DATABASE_URL } from '../../helpers/env.js';
-import { startProcess, waitLog, waitReady, type TestProcess } from '../../helpers/process.js';
+import { processEnv, startProcess, waitLog, waitReady, type ProcessEnv, type TestProcess } from '../../helpers/process.js';
 import { eventually } from '../../helpers/runtime.js';
-import { launch } from './helpers.js';
-import { processEnv, type ProcessEnv } from './process-env.js';
+import { launch } from '../../helpers/repo.js';
 
 /**
  * Acceptance test for crash leftovers: `api` and `worker` as separate

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../helpers/process.js';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
-import { finish, launch } from './helpers.js';
+import { finish, launch } from '../../helpers/repo.js';
 
 /**
  * Failed commands answer with stable codes and plain messages: a name clash

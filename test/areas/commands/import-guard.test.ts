@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
-import { finish, launch, rootNames } from './helpers.js';
+import { finish, launch, rootNames } from '../../helpers/repo.js';
 
 /**
  * The import guard with private addresses refused (the production default):

@@ -3,9 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PART_OWNER } from '../../../src/blobs/part-files.js';
 import { TestClient } from '../../helpers/client.js';
-import { startProcess, waitReady, type TestProcess } from '../../helpers/process.js';
-import { finish, launch, rootNames } from './helpers.js';
-import { processEnv, type ProcessEnv } from './process-env.js';
+import { processEnv, startProcess, waitReady, type ProcessEnv, type TestProcess } from '../../helpers/process.js';
+import { finish, launch, rootNames } from '../../helpers/repo.js';
 
 /**
  * No input may end a process. A real `all` process gets hostile imports, each

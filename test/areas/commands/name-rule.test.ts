@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
-import { rootNames } from './helpers.js';
+import { rootNames } from '../../helpers/repo.js';
 
 /**
  * One name rule for every way a name enters (names.ts): create, rename by PUT

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PART_OWNER, STALE_PART_MS, isAbandoned, partFileName } from '../../../src/blobs/part-files.js';
+import { tempDir } from '../../helpers/fs.js';
 import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 
 /**
@@ -14,11 +14,9 @@ import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/ru
  */
 const host = PART_OWNER.split('-')[0]!;
 const uuid = () => '0c0ffee0-0000-4000-8000-' + Math.random().toString(16).slice(2, 14).padEnd(12, '0');
-const dirs: string[] = [];
 let rt: TestRuntime | undefined;
 afterAll(async () => {
   await rt?.close();
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
 /** The pid of a process that has exited (not reused this soon in practice). */
@@ -46,8 +44,7 @@ describe('part files', () => {
   });
 
   it('start-up removes abandoned part files of the blob store and the filesystem repository, logs and counts them', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'wcr-parts-'));
-    dirs.push(dataDir);
+    const dataDir = await tempDir('wcr-parts-');
     const tmp = path.join(dataDir, 'blobs', 'tmp');
     const nested = path.join(dataDir, 'files', 'a', 'b');
     await mkdir(tmp, { recursive: true });

@@ -6,8 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkContract } from '../../helpers/contract.js';
 import { TEST_DATABASE_URL } from '../../helpers/env.js';
-import { startProcess, waitReady, type TestProcess } from '../../helpers/process.js';
-import { processEnv, type ProcessEnv } from '../commands/process-env.js';
+import { processEnv, startProcess, waitReady, type ProcessEnv, type TestProcess } from '../../helpers/process.js';
 
 /**
  * 100 MB bodies posted as text/csv to a real server process: the answer is a

@@ -1,15 +1,13 @@
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'vitest';
 import type { ApiResponse, TestClient } from '../../helpers/client.js';
+import { tempDir } from '../../helpers/fs.js';
 
 /** Encodes a printer name for a path (any Unicode, slashes as %2F). */
 export const pp = (name: string) => `/v3/printers/${encodeURIComponent(name)}`;
 
-/** A directory printer under a temp dir; answers its name and directory. */
+/** A directory printer under a temp dir (removed when the test file is done); answers its name and directory. */
 export async function makePrinter(api: TestClient, name: string, extra: Record<string, unknown> = {}) {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-printer-'));
+  const dir = await tempDir('wcr-printer-');
   const res = await api.post('/v3/printers/', { name, connection: `file://${dir}`, ...extra });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return { name, dir };
@@ -19,12 +17,4 @@ export async function makePrinter(api: TestClient, name: string, extra: Record<s
 export async function submit(api: TestClient, printer: string, body: string | Buffer = '%PDF-1.4 test', query: Record<string, string> = {}): Promise<ApiResponse> {
   const qs = new URLSearchParams({ printer, ...query }).toString();
   return api.request('POST', `/v3/jobs/?${qs}`, { body, headers: { 'content-type': 'application/pdf' } });
-}
-
-/** Expects the error body of DESIGN.md section 6 with this status (and code). */
-export function expectError(res: ApiResponse, status: number, code?: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.body.status).toBe(status);
-  if (code) expect(res.body.code).toBe(code);
-  expect(typeof res.body.message).toBe('string');
 }

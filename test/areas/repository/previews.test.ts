@@ -3,6 +3,7 @@ import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
+import { runCommand } from '../../helpers/repo.js';
 
 let rt: TestRuntime;
 let api: TestClient;
@@ -84,20 +85,12 @@ for (const sid of ['store', 'files']) {
       const img = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#ff0000' } }).jpeg().toBuffer();
       const doc = (await api.post(base, { name: 'red.jpg', type: 'document' })).body.uuid as string;
       await api.request('PUT', `${base}/${doc}/content`, { body: img, headers: { 'content-type': 'image/jpeg' } });
-      const cid = (await api.post(`${base}/command`, { command: 'preview', parameters: { source: doc } })).body.cid as string;
-      const done = await eventually(async () => {
-        const s = await api.get(`${base}/command/${cid}`);
-        return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
-      });
+      const done = await runCommand(api, base, 'preview', { source: doc });
       expect(done).toMatchObject({ state: 'success', result: { uuid: doc, href: `${base}/${doc}/preview` } });
       expect((await api.get(`${base}/${doc}/preview`)).status).toBe(200);
       const txt = (await api.post(base, { name: 'notes.txt', type: 'document' })).body.uuid as string;
       await api.request('PUT', `${base}/${txt}/content`, { body: 'plain text', headers: { 'content-type': 'text/plain' } });
-      const cid2 = (await api.post(`${base}/command`, { command: 'preview', parameters: { source: txt } })).body.cid as string;
-      const failed = await eventually(async () => {
-        const s = await api.get(`${base}/command/${cid2}`);
-        return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
-      });
+      const failed = await runCommand(api, base, 'preview', { source: txt });
       expect(failed).toMatchObject({ state: 'failure', error: { code: 'PREVIEW_UNSUPPORTED' } });
       const res = await api.get(`${base}/${txt}/preview`);
       expect(res.status).toBe(404);

@@ -1,10 +1,11 @@
 import http from 'node:http';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile, rename as fsRename } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, rm, stat, symlink, writeFile, rename as fsRename } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
+import { pathExists, tempDir } from '../../helpers/fs.js';
+import { postEntry, runCommand } from '../../helpers/repo.js';
 
 /** The Repositories rows for the `filesystem` connector, and every way out of its root we could think of. */
 let rt: TestRuntime;
@@ -13,13 +14,7 @@ let root: string;
 let outside: string;
 const base = '/v1/services/files/repo';
 
-async function mk(name: string, type: 'document' | 'collection' = 'document', parent?: string) {
-  const res = await api.post(parent ? `${base}/${parent}` : base, { name, type });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.uuid as string;
-}
-
-const exists = (p: string) => stat(p).then(() => true, () => false);
+const mk = async (name: string, type?: 'document' | 'collection', parent?: string) => (await postEntry(api, base, name, type, parent)).uuid;
 
 /** A request whose path reaches the server byte for byte (fetch would normalize dot segments). */
 function raw(method: string, rawPath: string, token: string): Promise<{ status: number; body: string }> {
@@ -39,11 +34,10 @@ beforeAll(async () => {
   rt = await startTestRuntime();
   api = rt.client.withToken(await rt.token('alice', ['admin']));
   root = path.join(rt.dataDir, 'files');
-  outside = await mkdtemp(path.join(os.tmpdir(), 'wcr-outside-'));
+  outside = await tempDir('wcr-outside-');
   await writeFile(path.join(outside, 'secret.txt'), 'top secret');
 });
 afterAll(async () => {
-  await rm(outside, { recursive: true, force: true });
   await rt?.close();
 });
 
@@ -99,7 +93,7 @@ describe('filesystem repository', () => {
     const doc = await mk('child.txt', 'document', dir);
     await api.request('PUT', `${base}/${doc}/content`, { body: 'kid', headers: { 'content-type': 'text/plain' } });
     expect((await api.patch(`${base}/${dir}`, { name: 'new-name', metadata: { label: 'x' } })).status).toBe(200);
-    expect(await exists(path.join(root, 'old-name'))).toBe(false);
+    expect(await pathExists(path.join(root, 'old-name'))).toBe(false);
     expect(await readFile(path.join(root, 'new-name', 'child.txt'), 'utf8')).toBe('kid');
     expect((await api.get(`${base}/${doc}/content`)).raw.toString()).toBe('kid');
     expect((await api.get(`${base}/${dir}`)).body.metadata).toEqual({ label: 'x' });
@@ -109,7 +103,7 @@ describe('filesystem repository', () => {
     const dir = await mk('trash', 'collection');
     await mk('junk.txt', 'document', dir);
     expect((await api.delete(`${base}/${dir}`)).status).toBe(204);
-    expect(await exists(path.join(root, 'trash'))).toBe(false);
+    expect(await pathExists(path.join(root, 'trash'))).toBe(false);
   });
 
   it('commands: copy and move on disk', async () => {
@@ -117,18 +111,11 @@ describe('filesystem repository', () => {
     const doc = await mk('paper.txt', 'document', src);
     await api.request('PUT', `${base}/${doc}/content`, { body: 'paper', headers: { 'content-type': 'text/plain' } });
     const dst = await mk('cmd-dst', 'collection');
-    const run = async (command: string, parameters: Record<string, unknown>) => {
-      const cid = (await api.post(`${base}/command`, { command, parameters })).body.cid as string;
-      return eventually(async () => {
-        const s = await api.get(`${base}/command/${cid}`);
-        return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
-      });
-    };
-    expect((await run('copy', { source: src, target: dst })).state).toBe('success');
+    expect((await runCommand(api, base, 'copy', { source: src, target: dst })).state).toBe('success');
     expect(await readFile(path.join(root, 'cmd-dst', 'cmd-src', 'paper.txt'), 'utf8')).toBe('paper');
-    expect((await run('move', { source: doc, target: dst, name: 'moved.txt' })).state).toBe('success');
+    expect((await runCommand(api, base, 'move', { source: doc, target: dst, name: 'moved.txt' })).state).toBe('success');
     expect(await readFile(path.join(root, 'cmd-dst', 'moved.txt'), 'utf8')).toBe('paper');
-    expect(await exists(path.join(root, 'cmd-src', 'paper.txt'))).toBe(false);
+    expect(await pathExists(path.join(root, 'cmd-src', 'paper.txt'))).toBe(false);
   });
 });
 
@@ -140,16 +127,16 @@ describe('no way out of the root', () => {
       // NUL is refused for any JSON body before names are looked at
       expect(res.body.code).toBe(name.includes('\u0000') ? 'INVALID_CHARACTER' : 'INVALID_NAME');
     }
-    expect(await exists(path.join(rt.dataDir, 'escape.txt'))).toBe(false);
+    expect(await pathExists(path.join(rt.dataDir, 'escape.txt'))).toBe(false);
     // rename to an escaping name
     const doc = await mk('stay.txt');
     expect((await api.patch(`${base}/${doc}`, { name: '../stay.txt' })).status).toBe(400);
-    expect(await exists(path.join(root, 'stay.txt'))).toBe(true);
+    expect(await pathExists(path.join(root, 'stay.txt'))).toBe(true);
   });
 
   it('a literal "%2e%2e" name is just a file inside the root', async () => {
     const doc = await mk('%2e%2e');
-    expect(await exists(path.join(root, '%2e%2e'))).toBe(true);
+    expect(await pathExists(path.join(root, '%2e%2e'))).toBe(true);
     expect((await api.get(`${base}/${doc}`)).body.name).toBe('%2e%2e');
   });
 

@@ -1,10 +1,12 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { ApiResponse, TestClient } from '../../helpers/client.js';
+import { pathExists } from '../../helpers/fs.js';
+import { postEntry } from '../../helpers/repo.js';
 import { expectAgreement } from './fs-agreement.js';
 
 /**
@@ -19,13 +21,7 @@ let root: string;
 const base = '/v1/services/files/repo';
 const ROUNDS = 8;
 
-async function mk(name: string, type: 'document' | 'collection' = 'document', parent?: string): Promise<string> {
-  const res = await api.post(parent ? `${base}/${parent}` : base, { name, type });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.uuid as string;
-}
-
-const exists = (p: string) => stat(p).then(() => true, () => false);
+const mk = async (name: string, type?: 'document' | 'collection', parent?: string) => (await postEntry(api, base, name, type, parent)).uuid;
 const rowExists = async (uuid: string) => (await rt.services.db.query('SELECT 1 FROM entries WHERE uuid = $1', [uuid])).rowCount > 0;
 
 /** A body that arrives in pieces over `ms` milliseconds (so the other request lands mid-upload). */
@@ -85,7 +81,7 @@ for (const db of ['postgres', 'pglite'] as const) {
             expectClean(d, [204], `DELETE round ${round}`);
             // the delete answered 204 last or first: either way the entry is gone, on disk and in the rows
             expect(await rowExists(doc), `row round ${round}`).toBe(false);
-            expect(await exists(path.join(root, rel)), `file round ${round}`).toBe(false);
+            expect(await pathExists(path.join(root, rel)), `file round ${round}`).toBe(false);
             await expectAgreement(rt, root, `round ${round}`);
             // and no listing brings it back as an entry without creator
             const all = await api.get(`${base}?scope=all&limit=500`);
@@ -104,7 +100,7 @@ for (const db of ['postgres', 'pglite'] as const) {
           expect((await api.delete(`${base}/${doc}`)).status).toBe(204);
           const late = await put(doc, 'too late');
           expect(late.status).toBe(404);
-          expect(await exists(path.join(root, `ordered-${round}.txt`))).toBe(false);
+          expect(await pathExists(path.join(root, `ordered-${round}.txt`))).toBe(false);
         }
         await expectAgreement(rt, root);
       });

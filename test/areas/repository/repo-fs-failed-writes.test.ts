@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
-import type { TestClient } from '../../helpers/client.js';
+import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { rawJson, type TestClient } from '../../helpers/client.js';
+import { postEntry, runCommand } from '../../helpers/repo.js';
 import { diskPaths, expectAgreement } from './fs-agreement.js';
 
 /**
@@ -16,23 +17,7 @@ let api: TestClient;
 let root: string;
 const base = '/v1/services/files/repo';
 
-/** A JSON body sent as written (so NUL escapes and 5,000 levels of nesting reach the server unchanged). */
-const rawJson = (method: string, url: string, body: string) =>
-  api.request(method, url, { body, headers: { 'content-type': 'application/json' } });
-
-async function mk(name: string, type: 'document' | 'collection' = 'document', parent?: string): Promise<string> {
-  const res = await api.post(parent ? `${base}/${parent}` : base, { name, type });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.uuid as string;
-}
-
-async function run(command: string, parameters: Record<string, unknown>) {
-  const cid = (await api.post(`${base}/command`, { command, parameters })).body.cid as string;
-  return eventually(async () => {
-    const s = await api.get(`${base}/command/${cid}`);
-    return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
-  });
-}
+const mk = async (name: string, type?: 'document' | 'collection', parent?: string) => (await postEntry(api, base, name, type, parent)).uuid;
 
 const deep = (levels: number) => `${'{"d":'.repeat(levels)}1${'}'.repeat(levels)}`;
 /**
@@ -81,7 +66,7 @@ for (const db of ['postgres', 'pglite'] as const) {
     describe('metadata the database cannot store is a 400, and nothing changes', () => {
       it.each(BAD_METADATA)('create with %s: 400, no file', async (label, metadata) => {
         const before = await diskPaths(root);
-        const res = await rawJson('POST', base, `{"name":"new-doc.txt","metadata":${metadata}}`);
+        const res = await api.request('POST', base, rawJson(`{"name":"new-doc.txt","metadata":${metadata}}`));
         expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(400);
         expect(res.body.code).toBe(codeFor(label));
         expect(await diskPaths(root)).toEqual(before);
@@ -92,9 +77,9 @@ for (const db of ['postgres', 'pglite'] as const) {
         const dir = await mk(`dir ${label}`, 'collection');
         const doc = await mk('keep.txt', 'document', dir);
         for (const method of ['PATCH', 'PUT']) {
-          const res = await rawJson(method, `${base}/${doc}`, `{"name":"renamed.txt","metadata":${metadata}}`);
+          const res = await api.request(method, `${base}/${doc}`, rawJson(`{"name":"renamed.txt","metadata":${metadata}}`));
           expect(res.status, `${method} ${JSON.stringify(res.body).slice(0, 300)}`).toBe(400);
-          const collection = await rawJson(method, `${base}/${dir}`, `{"name":"renamed dir","metadata":${metadata}}`);
+          const collection = await api.request(method, `${base}/${dir}`, rawJson(`{"name":"renamed dir","metadata":${metadata}}`));
           expect(collection.status, method).toBe(400);
         }
         const again = await api.get(`${base}/${doc}`);
@@ -105,7 +90,7 @@ for (const db of ['postgres', 'pglite'] as const) {
 
       it('an owner with NUL is refused before the rename', async () => {
         const doc = await mk('owned.txt');
-        const res = await rawJson('PATCH', `${base}/${doc}`, '{"name":"owned-2.txt","owner":"al\\u0000ice"}');
+        const res = await api.request('PATCH', `${base}/${doc}`, rawJson('{"name":"owned-2.txt","owner":"al\\u0000ice"}'));
         expect(res.status).toBe(400);
         expect((await api.get(`${base}/${doc}`)).body.name).toBe('owned.txt');
         await expectAgreement(rt, root);
@@ -124,7 +109,7 @@ for (const db of ['postgres', 'pglite'] as const) {
 
       it('metadata at the limits is stored', async () => {
         const doc = await mk('limits.txt');
-        const res = await rawJson('PATCH', `${base}/${doc}`, `{"name":"limits-2.txt","metadata":{"deep":${deep(30)},"emoji":"\\ud83d\\ude00","nul":"\\\\u0000 as text"}}`);
+        const res = await api.request('PATCH', `${base}/${doc}`, rawJson(`{"name":"limits-2.txt","metadata":{"deep":${deep(30)},"emoji":"\\ud83d\\ude00","nul":"\\\\u0000 as text"}}`));
         expect(res.status, JSON.stringify(res.body)).toBe(200);
         expect(res.body.metadata.emoji).toBe('😀');
         await expectAgreement(rt, root);
@@ -174,7 +159,7 @@ for (const db of ['postgres', 'pglite'] as const) {
             ['copy', { source: doc, target: dst, name: `explode-${when}.txt` }],
             ['copy', { source: src, target: dst, name: `explode-${when}-dir` }],
           ] as const) {
-            const done = await run(command, parameters);
+            const done = await runCommand(api, base, command, parameters);
             expect(done.state, `${command} ${parameters.name}`).toBe('failure');
             await expectAgreement(rt, root, `${command} ${parameters.name}`);
           }

@@ -1,8 +1,9 @@
 import { rename as fsRename } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { ApiResponse, TestClient } from '../../helpers/client.js';
+import { runCommand } from '../../helpers/repo.js';
 import { expectAgreement } from './fs-agreement.js';
 
 /**
@@ -33,14 +34,6 @@ const create = (name: string, type: 'document' | 'collection', parent?: string) 
 function expectTooLong(res: ApiResponse, what: string): void {
   expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(400);
   expect(res.body.code, what).toBe('NAME_TOO_LONG');
-}
-
-async function run(command: string, parameters: Record<string, unknown>) {
-  const cid = (await api.post(`${base}/command`, { command, parameters })).body.cid as string;
-  return eventually(async () => {
-    const s = await api.get(`${base}/command/${cid}`);
-    return ['success', 'failure'].includes(s.body.state) ? s.body : undefined;
-  });
 }
 
 /** Collections `top/…` nested until the file system says no; returns the chain (top first). */
@@ -90,7 +83,7 @@ describe('names over 255 bytes', () => {
       }
       expect((await api.patch(`${base}/${doc}`, { name })).status).toBe(400);
       expect((await api.put(`${base}/${doc}`, { name })).status).toBe(400);
-      const copy = await run('copy', { source: doc, target: (await api.get(base)).body.uuid, name });
+      const copy = await runCommand(api, base, 'copy', { source: doc, target: (await api.get(base)).body.uuid, name });
       expect(copy.state).not.toBe('success');
     }
     expect((await api.get(`${base}/${doc}`)).body.name).toBe('plain.txt');
@@ -125,12 +118,12 @@ describe('paths over PATH_MAX', () => {
 
   it('moving the deep tree lower or copying into the deepest collection fails the command with NAME_TOO_LONG', async () => {
     const lower = (await create('lower-level', 'collection')).body.uuid as string;
-    const move = await run('move', { source: chain[0], target: lower });
+    const move = await runCommand(api, base, 'move', { source: chain[0], target: lower });
     expect(move).toMatchObject({ state: 'failure', error: { code: 'NAME_TOO_LONG' } });
-    const renaming = await run('move', { source: chain[0], target: (await api.get(base)).body.uuid, name: long('R', 255) });
+    const renaming = await runCommand(api, base, 'move', { source: chain[0], target: (await api.get(base)).body.uuid, name: long('R', 255) });
     expect(renaming).toMatchObject({ state: 'failure', error: { code: 'NAME_TOO_LONG' } });
     const source = (await create(long('s', 255), 'document')).body.uuid as string;
-    const copy = await run('copy', { source, target: chain.at(-1) });
+    const copy = await runCommand(api, base, 'copy', { source, target: chain.at(-1) });
     expect(copy).toMatchObject({ state: 'failure', error: { code: 'NAME_TOO_LONG' } });
     expect((await api.get(`${base}/${deepest}`)).status).toBe(200);
     await expectAgreement(rt, root);

@@ -2,22 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID, createHash } from 'node:crypto';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
+import { countRows } from '../../helpers/databases.js';
+import { postEntry } from '../../helpers/repo.js';
 
 /** Every row of the spec's Repositories table for the `store` connector, over HTTP against real PostgreSQL and Redis. */
 let rt: TestRuntime;
 let api: TestClient;
 const base = '/v1/services/store/repo';
 
-async function mk(name: string, type: 'document' | 'collection' = 'document', parent?: string, metadata: Record<string, unknown> = {}) {
-  const res = await api.post(parent ? `${base}/${parent}` : base, { name, type, metadata });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body as { uuid: string; name: string };
-}
-
-async function count(): Promise<number> {
-  const { rows } = await rt.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM entries');
-  return rows[0]!.n;
-}
+const mk = (name: string, type?: 'document' | 'collection', parent?: string, metadata: Record<string, unknown> = {}) => postEntry(api, base, name, type, parent, metadata);
+const count = () => countRows(rt.services.db, 'entries');
 
 beforeAll(async () => {
   rt = await startTestRuntime();

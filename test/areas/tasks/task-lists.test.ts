@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRows } from '../../helpers/databases.js';
 import { startTestRuntime, TEST_SERVICES, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
 import { serveFiles, type HttpSource } from '../../helpers/http-source.js';
@@ -18,9 +19,7 @@ let sourceUrl: string;
 const base = '/v1/services/work/tasks';
 const PAYLOAD = Buffer.alloc(256 * 1024, 'remote-bytes');
 
-const countRows = async (table: 'tasks' | 'lists' | 'list_items') =>
-  Number((await rt.services.db.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
-const counts = async () => [await countRows('tasks'), await countRows('lists'), await countRows('list_items')];
+const counts = async () => [await countRows(rt.services.db, 'tasks'), await countRows(rt.services.db, 'lists'), await countRows(rt.services.db, 'list_items')];
 
 async function mkTask(items: { href: string; metadata?: Record<string, unknown> }[], metadata: Record<string, unknown> = {}) {
   const res = await ann.post(base, { name: 'listed', lists: { input: { metadata, embedded: { listItems: items } } } });

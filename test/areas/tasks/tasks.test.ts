@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRows } from '../../helpers/databases.js';
 import { startTestRuntime, TEST_SERVICES, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
 
@@ -16,8 +17,6 @@ let bob: TestClient;
 let operator: TestClient;
 const base = '/v1/services/work/tasks';
 
-const countRows = async (table: 'tasks' | 'lists' | 'list_items') =>
-  Number((await rt.services.db.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
 const setStatus = (tid: string, status: string) => rt.services.db.query('UPDATE tasks SET status = $2 WHERE tid = $1', [tid, status]);
 
 async function mkTask(client: TestClient, body: Record<string, unknown>, headers?: Record<string, string>) {
@@ -74,7 +73,7 @@ describe('create and read', () => {
   });
 
   it('refuses bad bodies with 400 and creates nothing', async () => {
-    const before = [await countRows('tasks'), await countRows('lists'), await countRows('list_items')];
+    const before = [await countRows(rt.services.db, 'tasks'), await countRows(rt.services.db, 'lists'), await countRows(rt.services.db, 'list_items')];
     const missing = await ann.post(base, { metadata: {} });
     expect(missing.status).toBe(400);
     expect(missing.body.code).toBe('VALIDATION_FAILED');
@@ -86,7 +85,7 @@ describe('create and read', () => {
     expect(badHref.body).toMatchObject({ code: 'INVALID_HREF', details: { index: 0, field: 'href' } });
     const notJson = await ann.request('POST', base, { body: 'x', headers: { 'content-type': 'application/pdf' } });
     expect(notJson.status).toBe(415);
-    expect([await countRows('tasks'), await countRows('lists'), await countRows('list_items')]).toEqual(before);
+    expect([await countRows(rt.services.db, 'tasks'), await countRows(rt.services.db, 'lists'), await countRows(rt.services.db, 'list_items')]).toEqual(before);
   });
 
   it('answers 404 for an unknown service, a service without tasks and an unknown task', async () => {
@@ -105,11 +104,11 @@ describe('create and read', () => {
   it('records x-owner: oneself, or anyone with impersonate; 403 otherwise', async () => {
     const own = await mkTask(ann, { name: 'mine' }, { 'x-owner': 'ann@example.com' });
     expect(own).toMatchObject({ creator: 'ann', owner: 'ann@example.com' });
-    const before = await countRows('tasks');
+    const before = await countRows(rt.services.db, 'tasks');
     const denied = await ann.post(base, { name: 'for bob' }, { headers: { 'x-owner': 'bob' } });
     expect(denied.status).toBe(403);
     expect(denied.body.code).toBe('IMPERSONATION_DENIED');
-    expect(await countRows('tasks')).toBe(before);
+    expect(await countRows(rt.services.db, 'tasks')).toBe(before);
     const forBob = await mkTask(admin, { name: 'for bob' }, { 'x-owner': 'bob' });
     expect(forBob).toMatchObject({ creator: 'root', owner: 'bob' });
     expect((await bob.get(`${base}/${forBob.tid}`)).status).toBe(200);
@@ -147,9 +146,9 @@ describe('replace, patch, delete', () => {
     }
     expect((await ann.get(`${base}/${task.tid}`)).body.metadata).toEqual({});
     await setStatus(task.tid, 'completed');
-    const lists = await countRows('lists');
+    const lists = await countRows(rt.services.db, 'lists');
     expect((await ann.delete(`${base}/${task.tid}`)).status).toBe(204);
-    expect(await countRows('lists')).toBe(lists - 2);
+    expect(await countRows(rt.services.db, 'lists')).toBe(lists - 2);
     expect((await ann.get(`${base}/${task.tid}`)).status).toBe(404);
     expect((await ann.delete(`${base}/${task.tid}`)).status).toBe(404);
   });

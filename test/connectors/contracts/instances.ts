@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { BlobStore } from '../../../src/blobs/blob-store.js';
 import type { Connector, ConnectorPorts, FacetName } from '../../../src/connectors/connector.js';
 import { stateStore } from '../../../src/connectors/lifecycle/state-store.js';
@@ -12,6 +11,7 @@ import { createLogger } from '../../../src/logging/logger.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { openPostgres } from '../../../src/storage/driver/postgres.js';
 import { migrate } from '../../../src/storage/migrate.js';
+import { dropSchema } from '../../helpers/databases.js';
 import { TEST_DATABASE_URL, uniqueName } from '../../helpers/env.js';
 
 /** One connector instance built from a type's example options, in a data directory of its own. */
@@ -60,10 +60,7 @@ export async function openContractEnv(): Promise<{ db: Database; ports(sid: stri
     ports: (sid) => ({ log, outbox: outboxPort(createOutbox(), db), state: stateStore(db, sid) }),
     close: async () => {
       await db.close();
-      const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await c.end();
+      await dropSchema(schema);
     },
   };
 }

@@ -5,10 +5,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PrintDeliveryError, type PrintBackend, type PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
+import type { PrintBackend, PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
 import { PRINT_BACKEND_TYPES, printBackendFor } from '../../../src/connectors/print-backends/registry.js';
 import type { AppError } from '../../../src/errors/app-error.js';
 import { createLogger } from '../../../src/logging/logger.js';
+import { deliveryKind } from '../../helpers/print-delivery.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
 
 /**
@@ -66,7 +67,6 @@ const failing = (head: Buffer) => Readable.from((async function* () {
   yield head;
   throw new Error('source broke');
 })());
-const kindOf = async (p: Promise<unknown>) => p.then(() => 'resolved', (e: unknown) => (e instanceof PrintDeliveryError ? e.kind : `not a PrintDeliveryError: ${String(e)}`));
 
 it('every registered print backend type has a test target', () => {
   for (const t of PRINT_BACKEND_TYPES) expect(Object.keys(TARGETS), `add a target for "${t.name}"`).toContain(t.name);
@@ -105,7 +105,7 @@ for (const type of PRINT_BACKEND_TYPES) {
       const { target, backend } = await make();
       const t = ticket();
       await backend.send(t, Readable.from([Buffer.from('first')]), never());
-      const kind = await kindOf(backend.send(t, Readable.from([Buffer.from('second')]), never()));
+      const kind = await deliveryKind(backend.send(t, Readable.from([Buffer.from('second')]), never()));
       if (type.detectsDuplicates) expect(kind).toBe('duplicate');
       const got = (await target.received()).map(String);
       expect(got).toContain('first');
@@ -114,12 +114,12 @@ for (const type of PRINT_BACKEND_TYPES) {
 
     it('"not-delivered" means nothing arrived: a source failing midway, an aborted send', async () => {
       const { target, backend } = await make();
-      const kind = await kindOf(backend.send(ticket(), failing(Buffer.alloc(100_000, 1)), never()));
+      const kind = await deliveryKind(backend.send(ticket(), failing(Buffer.alloc(100_000, 1)), never()));
       expect(['not-delivered', 'uncertain']).toContain(kind);
       if (kind === 'not-delivered') expect(await target.received()).toEqual([]);
       const ctl = new AbortController();
       ctl.abort();
-      expect(await kindOf(backend.send(ticket(), Readable.from([Buffer.from('x')]), ctl.signal))).toBe('not-delivered');
+      expect(await deliveryKind(backend.send(ticket(), Readable.from([Buffer.from('x')]), ctl.signal))).toBe('not-delivered');
       if (kind === 'not-delivered') expect(await target.received()).toEqual([]);
     });
 
@@ -132,7 +132,7 @@ for (const type of PRINT_BACKEND_TYPES) {
       const down = await backend.checkPhysical(never());
       expect(down.reachable).toBe(false);
       expect(down.message.length).toBeGreaterThan(0);
-      expect(await kindOf(backend.send(ticket(), Readable.from([Buffer.from('x')]), never()))).toBe('not-delivered');
+      expect(await deliveryKind(backend.send(ticket(), Readable.from([Buffer.from('x')]), never()))).toBe('not-delivered');
     });
   });
 }

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { COMMAND_NAMES, type RepositoryFacet } from '../../../src/connectors/connector.js';
 import type { EntryRow } from '../../../src/areas/repository/entry.js';
 import { AppError } from '../../../src/errors/app-error.js';
+import { readAll } from '../../helpers/streams.js';
 import { exampleInstances } from './instances.js';
 
 /**
@@ -21,13 +22,6 @@ it('the built-in repositories take part', () => {
   expect(types).toContain('store');
   expect(types).toContain('filesystem');
 });
-
-async function text(stream: Readable | undefined): Promise<string | undefined> {
-  if (!stream) return undefined;
-  const parts: Buffer[] = [];
-  for await (const c of stream) parts.push(c as Buffer);
-  return Buffer.concat(parts).toString();
-}
 
 for (const { label, connector } of instances) {
   describe(`repository facet: ${label}`, () => {
@@ -59,15 +53,15 @@ for (const { label, connector } of instances) {
     it('write, read whole and by range, and through contentPath', async () => {
       const doc = await write(await create(root, 'a.txt', 'document'), 'hello contract');
       expect(doc.sha256).toMatch(/^[0-9a-f]{64}$/);
-      expect(await text(await backend.openContent(doc))).toBe('hello contract');
-      expect(await text(await backend.openContent(doc, { start: 6, end: 13 }))).toBe('contract');
+      expect(await readAll(await backend.openContent(doc))).toBe('hello contract');
+      expect(await readAll(await backend.openContent(doc, { start: 6, end: 13 }))).toBe('contract');
       expect(await readFile((await backend.contentPath(doc))!, 'utf8')).toBe('hello contract');
     });
 
     it('a write over the limit is refused with 413 and the old content stays', async () => {
       const doc = await write(await create(root, 'limited.txt', 'document'), 'old');
       await expect(backend.writeContent(doc, Readable.from([Buffer.alloc(100)]), 10)).rejects.toSatisfy((e) => e instanceof AppError && e.status === 413);
-      expect(await text(await backend.openContent(doc))).toBe('old');
+      expect(await readAll(await backend.openContent(doc))).toBe('old');
     });
 
     it('copy, rename and move keep the bytes', async () => {
@@ -75,21 +69,21 @@ for (const { label, connector } of instances) {
       const doc = await write(await create(root, 'b.txt', 'document'), 'bytes');
       const copied = await backend.copy(doc, folder, 'b-copy.txt');
       const copy: EntryRow = { ...doc, uuid: randomUUID(), parent: folder.uuid, name: 'b-copy.txt', path: copied.path ?? null };
-      expect(await text(await backend.openContent(copy))).toBe('bytes');
+      expect(await readAll(await backend.openContent(copy))).toBe('bytes');
       const renamed = await backend.rename(doc, 'c.txt');
       const afterRename: EntryRow = { ...doc, name: 'c.txt', path: renamed.path ?? doc.path };
-      expect(await text(await backend.openContent(afterRename))).toBe('bytes');
+      expect(await readAll(await backend.openContent(afterRename))).toBe('bytes');
       const moved = await backend.move(afterRename, folder);
       const afterMove: EntryRow = { ...afterRename, parent: folder.uuid, path: moved.path ?? afterRename.path };
-      expect(await text(await backend.openContent(afterMove))).toBe('bytes');
-      expect(await text(await backend.openContent(copy))).toBe('bytes');
+      expect(await readAll(await backend.openContent(afterMove))).toBe('bytes');
+      expect(await readAll(await backend.openContent(copy))).toBe('bytes');
     });
 
     it('remove of a collection does not touch its siblings', async () => {
       const gone = await create(root, 'gone', 'collection');
       const keep = await write(await create(root, 'keep.txt', 'document'), 'kept');
       await backend.remove(gone);
-      expect(await text(await backend.openContent(keep))).toBe('kept');
+      expect(await readAll(await backend.openContent(keep))).toBe('kept');
     });
   });
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EntryRow } from '../../../src/areas/repository/entry.js';
 import type { Database } from '../../../src/storage/driver/database.js';
-import { allPaths, body, childRows, createEntry, errorCode, fakeRow, insertRow, useFsEnv, type Env } from './helpers.js';
+import { allPaths, body, childRows, createEntry, errorCode, fakeRow, insertRow, sync, useFsEnv, type Env } from './helpers.js';
 
 let db: Database;
 let env: Env;
@@ -12,7 +12,6 @@ beforeEach(async () => {
   await writeFile(join(env.outside, 'secret.txt'), 'secret');
 });
 
-const sync = (collection: EntryRow, recursive = false) => db.transaction((tx) => env.backend.sync(tx, collection, recursive));
 const outsideUntouched = async () => {
   expect(await readdir(env.outside)).toEqual(['secret.txt']);
   expect(await readFile(join(env.outside, 'secret.txt'), 'utf8')).toBe('secret');
@@ -47,7 +46,7 @@ describe('symlinks inside the root', () => {
   });
 
   it('are never listed, not even recursively', async () => {
-    await sync(env.rootRow, true);
+    await sync(env, env.rootRow, true);
     expect(await allPaths(env)).toEqual(['']);
   });
 
@@ -103,9 +102,9 @@ describe('a directory swapped for a symlink after its rows were made', () => {
   });
 
   it('sync lists nothing from outside and drops the rows', async () => {
-    await sync(dir);
+    await sync(env, dir);
     expect(await childRows(env, dir)).toEqual([]);
-    await sync(env.rootRow, true);
+    await sync(env, env.rootRow, true);
     expect(await allPaths(env)).toEqual(['']);
     expect(await db.transaction((tx) => env.backend.refresh(tx, child))).toBeUndefined();
     await outsideUntouched();

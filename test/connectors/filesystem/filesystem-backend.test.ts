@@ -8,7 +8,8 @@ import type { ConnectorContext } from '../../../src/connectors/connector.js';
 import { fingerprint } from '../../../src/connectors/filesystem/filesystem-sync.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { allPaths, body, createEntry, errorCode, fakeRow, insertRow, readAll, type Env , useFsEnv } from './helpers.js';
+import { allPaths, body, createEntry, errorCode, fakeRow, insertRow, type Env , useFsEnv } from './helpers.js';
+import { readAll } from '../../helpers/streams.js';
 
 let db: Database;
 let env: Env;

@@ -95,12 +95,9 @@ export const fakeRow = (env: Env, path: string, type: EntryRow['type'] = 'docume
 
 export const body = (text: string | Buffer): Readable => Readable.from([Buffer.from(text)]);
 
-export async function readAll(stream: Readable | undefined): Promise<string | undefined> {
-  if (!stream) return undefined;
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
+/** The backend's sync of `collection` (and below it, with `recursive`) in a transaction of its own, as a listing runs it. */
+export const sync = (env: Env, collection: EntryRow, recursive = false) =>
+  env.db.transaction((tx) => env.backend.sync(tx, collection, recursive));
 
 export async function childRows(env: Env, parent: EntryRow | string): Promise<EntryRow[]> {
   const uuid = typeof parent === 'string' ? parent : parent.uuid;

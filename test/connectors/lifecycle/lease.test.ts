@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Connector, IntakeFacet } from '../../../src/connectors/connector.js';
 import { IntakeRunner } from '../../../src/connectors/lifecycle/intake-runner.js';
@@ -12,6 +11,7 @@ import type { Database } from '../../../src/storage/driver/database.js';
 import { openPglite } from '../../../src/storage/driver/pglite.js';
 import { openPostgres } from '../../../src/storage/driver/postgres.js';
 import { migrate } from '../../../src/storage/migrate.js';
+import { dropSchema } from '../../helpers/databases.js';
 import { TEST_DATABASE_URL, uniqueName } from '../../helpers/env.js';
 import { eventually } from '../../helpers/runtime.js';
 
@@ -32,10 +32,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const d of opened) await d.close().catch(() => {});
-  const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await c.end();
+  await dropSchema(schema);
 });
 
 const holderOf = async (name: string) =>

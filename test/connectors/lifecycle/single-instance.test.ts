@@ -1,9 +1,9 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL, uniqueName } from '../../helpers/env.js';
+import { tempDir } from '../../helpers/fs.js';
 import { killAll, startProcess, waitLog, type TestProcess } from '../../helpers/process.js';
 import { dropQueues, eventually } from '../../helpers/runtime.js';
 
@@ -38,7 +38,7 @@ async function activeDuring(ms: number): Promise<number[]> {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-lease-'));
+  dir = await tempDir('wcr-lease-');
   const config = path.join(dir, 'config.yaml');
   await writeFile(config, [
     'database:',
@@ -66,7 +66,6 @@ afterAll(async () => {
   await db?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await db?.end();
   await dropQueues(prefix);
-  await rm(dir, { recursive: true, force: true });
 });
 
 const pids = () => workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null).map((w) => w.child.pid!);

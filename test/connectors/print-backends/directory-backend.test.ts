@@ -1,24 +1,23 @@
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { deliveryName } from '../../../src/connectors/print-backends/directory/directory-backend.js';
 import { PrintDeliveryError, type PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../../src/connectors/print-backends/registry.js';
 import { createLogger } from '../../../src/logging/logger.js';
+import { tempDir } from '../../helpers/fs.js';
 
 /** What only the directory backend promises: names stay inside, no leftovers, local directories only. */
 const log = createLogger('silent');
 let base: string;
 let dir: string;
 beforeAll(async () => {
-  base = await mkdtemp(path.join(os.tmpdir(), 'wcr-dirprinter-'));
+  base = await tempDir('wcr-dirprinter-');
   dir = path.join(base, 'printer');
   await mkdir(dir);
 });
-afterAll(() => rm(base, { recursive: true, force: true }));
 
 const ticket = (jobId: string, name: string): PrintTicket => ({ jobId, name, user: 'u', mimeType: 'application/pdf', copies: 1 });
 const signal = new AbortController().signal;

@@ -2,9 +2,10 @@ import net from 'node:net';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PrintDeliveryError, type PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
+import type { PrintDeliveryError, PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../../src/connectors/print-backends/registry.js';
 import { createLogger } from '../../../src/logging/logger.js';
+import { deliveryKind } from '../../helpers/print-delivery.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
 
 /** What only the raw-socket backend promises: how it classifies failures, its timeouts, its URLs. */
@@ -12,7 +13,6 @@ const log = createLogger('silent');
 const ctx = { log, timeouts: { connectMs: 500, idleMs: 400 } };
 const ticket: PrintTicket = { jobId: 'j1', name: 'a.pdf', user: 'u', mimeType: 'application/pdf', copies: 1 };
 const never = new AbortController().signal;
-const kindOf = async (p: Promise<unknown>) => p.then(() => 'resolved', (e: unknown) => (e instanceof PrintDeliveryError ? e.kind : `other: ${String(e)}`));
 const servers: net.Server[] = [];
 afterAll(() => {
   for (const s of servers) s.close();
@@ -46,13 +46,13 @@ describe('socket print backend', () => {
   it('a device reset before the first byte: not-delivered (safe to retry)', async () => {
     const url = await hostile((s) => s.resetAndDestroy());
     const backend = printBackendFor(url, ctx);
-    expect(await kindOf(backend.send(ticket, slow(150, [Buffer.from('data')]), never))).toBe('not-delivered');
+    expect(await deliveryKind(backend.send(ticket, slow(150, [Buffer.from('data')]), never))).toBe('not-delivered');
   });
 
   it('a device that resets midway or never acknowledges: uncertain, never resolved', async () => {
     const url = await hostile((s) => s.once('data', () => s.resetAndDestroy()));
     const big = Array.from({ length: 64 }, () => Buffer.alloc(256 * 1024, 1));
-    expect(await kindOf(printBackendFor(url, ctx).send(ticket, Readable.from(big), never))).toBe('uncertain');
+    expect(await deliveryKind(printBackendFor(url, ctx).send(ticket, Readable.from(big), never))).toBe('uncertain');
     const hold = await TcpSink.start({ mode: 'hold' });
     const started = performance.now();
     const err = await printBackendFor(hold.connection, ctx).send(ticket, Readable.from([Buffer.from('job')]), never).catch((e: unknown) => e);
@@ -68,7 +68,7 @@ describe('socket print backend', () => {
     const p = printBackendFor(hold.connection, { log }).send(ticket, Readable.from([Buffer.from('x')]), ctl.signal);
     await sleep(100);
     ctl.abort(new Error('cancelled'));
-    expect(await kindOf(p)).toBe('uncertain');
+    expect(await deliveryKind(p)).toBe('uncertain');
     await sleep(50);
     expect(hold.connections[0]!.ended).toBeDefined();
     await hold.close();

@@ -1,26 +1,26 @@
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { inflateRawSync } from 'node:zlib';
 import { degrees, PDFDocument } from 'pdf-lib';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../../src/blobs/blob-store.js';
 import { collectJobZip } from '../../../../src/areas/print/documents/collect.js';
 import { pageInfo } from '../../../../src/areas/print/documents/page-info.js';
 import { testPagePdf } from '../../../../src/areas/print/documents/test-page.js';
+import { tempDir } from '../../../helpers/fs.js';
+import { readBytes } from '../../../helpers/streams.js';
 
 let dir: string;
 let blobs: BlobStore;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-printfiles-'));
+  dir = await tempDir('wcr-printfiles-');
   blobs = new BlobStore(path.join(dir, 'blobs'));
   await blobs.init();
 });
-afterAll(() => rm(dir, { recursive: true, force: true }));
 
 async function pdfText(bytes: Uint8Array): Promise<string> {
   const pdf = await getDocument({ data: new Uint8Array(bytes), verbosity: 0 }).promise;
@@ -106,12 +106,10 @@ describe('collect', () => {
     const zipStream = await collectJobZip(blobs, {
       record: { id: 7, status: 'processed', name: 'Report' },
       log: '10:00 submitted\n10:01 delivered\n',
-      document: { sha256: docBlob.sha256, name: '../../etc/passwd' },
+      document: { sha256: docBlob.sha256, name: '../../../../etc/passwd' },
       stages: [{ stage: 'preprocessed', sha256: stage.sha256, mimeType: 'application/pdf' }, { stage: 'gone', sha256: 'f'.repeat(64), mimeType: 'application/pdf' }],
     });
-    const chunks: Buffer[] = [];
-    for await (const c of zipStream) chunks.push(c as Buffer);
-    const entries = unzip(Buffer.concat(chunks));
+    const entries = unzip(await readBytes(zipStream));
     expect([...entries.keys()]).toEqual(['job.json', 'log.txt', 'document/__.._etc_passwd', 'stages/preprocessed.pdf', 'MISSING.txt']);
     expect(JSON.parse(entries.get('job.json')!.toString())).toEqual({ id: 7, status: 'processed', name: 'Report' });
     expect(entries.get('log.txt')!.toString()).toContain('delivered');

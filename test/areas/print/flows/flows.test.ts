@@ -1,19 +1,18 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runFlow } from '../../../../src/areas/print/flows/run-flow.js';
 import { STEP_NAMES } from '../../../../src/areas/print/flows/steps.js';
 import { validateFlow } from '../../../../src/areas/print/flows/validate-flow.js';
+import { tempDir } from '../../../helpers/fs.js';
 
 let dir: string;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-flows-'));
+  dir = await tempDir('wcr-flows-');
 });
-afterAll(() => rm(dir, { recursive: true, force: true }));
 
 /** A real PDF of `n` pages, each saying "page <i>", in points `w` x `h`. */
 async function pdfFile(name: string, n: number, [w, h] = [400, 600]): Promise<string> {

@@ -1,7 +1,4 @@
 import { Readable } from 'node:stream';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../../src/blobs/blob-store.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
@@ -11,6 +8,7 @@ import { jobListWriter, presentJob, selectFields } from '../../../../src/areas/p
 import { JOB_FIELDS } from '../../../../src/areas/print/jobs/job-fields.js';
 import { parseODataQuery } from '../../../../src/query/odata.js';
 import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
+import { tempDir } from '../../../helpers/fs.js';
 
 /**
  * Migration 017's `listing` column: each job's listed JSON text, written by a
@@ -28,7 +26,7 @@ describe.each(bothDrivers())('the listing column on %s', (_name, open) => {
   let deps: Parameters<typeof submitPrintJob>[0];
   beforeAll(async () => {
     t = await open();
-    dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-listing-column-'));
+    dir = await tempDir('wcr-listing-column-');
     const blobs = new BlobStore(dir);
     await blobs.init();
     deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000 };
@@ -36,7 +34,6 @@ describe.each(bothDrivers())('the listing column on %s', (_name, open) => {
   });
   afterAll(async () => {
     await t.drop();
-    await rm(dir, { recursive: true, force: true });
   });
 
   /** The listing of `creator`'s jobs three ways: from the column, built field by field ($select of every field), and presentJob of each row. */

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOB_OPERATION_RULES, JOB_OPERATIONS, JOB_STATES, operationAllowed, requeueState, type JobState } from '../../../../src/areas/print/jobs/job-states.js';
+import { countRows } from '../../../helpers/databases.js';
 import { startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
-import type { TestClient } from '../../../helpers/client.js';
-import { expectError, makePrinter, submit } from '../helpers.js';
+import { expectError, type TestClient } from '../../../helpers/client.js';
+import { makePrinter, submit } from '../helpers.js';
 
 /** The print jobs API on real PostgreSQL and Redis; no workers, so jobs stay where the tests put them. */
 let rt: TestRuntime;
@@ -13,7 +14,7 @@ let operator: TestClient;
 
 const sql = (text: string, params: unknown[] = []) => rt.services.db.query(text, params);
 const jobRow = async (id: number) => (await sql('SELECT status, printer, updated, seq FROM print_jobs WHERE id = $1', [id])).rows[0] as { status: string; printer: string; updated: Date; seq: string } | undefined;
-const jobCount = async () => Number((await sql('SELECT count(*) AS n FROM print_jobs')).rows[0]!.n);
+const jobCount = () => countRows(rt.services.db, 'print_jobs');
 
 beforeAll(async () => {
   rt = await startTestRuntime({ parts: { api: true, workers: false }, overrides: { print: { maxDocumentBytes: 4096 } } });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
-import type { TestClient } from '../../../helpers/client.js';
-import { expectError, makePrinter, submit } from '../helpers.js';
+import { expectError, type TestClient } from '../../../helpers/client.js';
+import { makePrinter, submit } from '../helpers.js';
 
 /**
  * OData on /v3/jobs/ and /v3/printers/ against real PostgreSQL: every

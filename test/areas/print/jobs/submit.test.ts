@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../../src/blobs/blob-store.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
@@ -11,6 +9,7 @@ import { jobIdFor } from '../../../../src/queue/jobs.js';
 import type { Database } from '../../../../src/storage/driver/database.js';
 import { jobLog } from '../../../../src/areas/print/jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
+import { tempDir } from '../../../helpers/fs.js';
 import { getJob, inlineDocument, listJobs, submitTarget, submitTargets } from '../../../../src/areas/print/jobs/store/job-store.js';
 import { INLINE_DOCUMENT_MAX, openJobDocument } from '../../../../src/areas/print/jobs/job-document.js';
 import { jobListWriter, presentJob, selectFields } from '../../../../src/areas/print/jobs/present.js';
@@ -29,7 +28,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   let deps: Parameters<typeof submitPrintJob>[0];
   beforeAll(async () => {
     t = await open();
-    dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-submit-'));
+    dir = await tempDir('wcr-submit-');
     const blobs = new BlobStore(dir);
     await blobs.init();
     deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000 };
@@ -38,7 +37,6 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   });
   afterAll(async () => {
     await t.drop();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it('stores the document, inserts the job waiting and adds print.dispatch in one transaction', async () => {

@@ -1,11 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PRINTER_OPERATION_RULES, PRINTER_OPERATIONS, PRINTER_STATES, printerOperationAllowed } from '../../../../src/areas/print/printers/printer-states.js';
+import { countRows } from '../../../helpers/databases.js';
 import { startTestRuntime, type TestRuntime } from '../../../helpers/runtime.js';
-import type { TestClient } from '../../../helpers/client.js';
-import { expectError, makePrinter, pp, submit } from '../helpers.js';
+import { expectError, type TestClient } from '../../../helpers/client.js';
+import { makePrinter, pp, submit } from '../helpers.js';
 
 /** The printers API on real PostgreSQL and Redis; no workers, so queues stay as the tests leave them. */
 let rt: TestRuntime;
@@ -58,7 +57,7 @@ describe('names are any Unicode, URL-encoded in paths', () => {
 
 describe('create, replace, delete', () => {
   it('refuses bad printers with a 4xx error body and stores nothing', async () => {
-    const count = async () => Number((await rt.services.db.query('SELECT count(*) AS n FROM printers')).rows[0]!.n);
+    const count = () => countRows(rt.services.db, 'printers');
     const before = await count();
     expectError(await admin.post('/v3/printers/', { name: 'x', connection: 'not a url' }), 400, 'INVALID_CONNECTION');
     expectError(await admin.post('/v3/printers/', { name: 'x', connection: 'gopher://host/' }), 400, 'UNSUPPORTED_CONNECTION');
@@ -183,10 +182,8 @@ describe('operations', () => {
     const gone = await operator.put(`${pp('c1')}/checkPhysical`);
     expect(gone.body.physical).toMatchObject({ reachable: false });
     expect((await row('c1')).physical.reachable).toBe(false);
-    const tmp = await mkdtemp(path.join(os.tmpdir(), 'wcr-x-'));
     await admin.post('/v3/printers/', { name: 'sock', connection: 'socket://127.0.0.1:1' });
     expect((await operator.put(`${pp('sock')}/checkPhysical`)).body.physical).toMatchObject({ reachable: false });
-    await rm(tmp, { recursive: true });
   });
 
   it('createTestJob submits a generated PDF and answers the job; runtime counts it', async () => {

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sql, Tx } from '../../../../src/storage/driver/database.js';
-import { killAll, type TestProcess } from '../../../helpers/process.js';
+import { killAll, killProcess } from '../../../helpers/process.js';
 import { dropQueues, eventually } from '../../../helpers/runtime.js';
 import { startCluster, type Cluster } from '../../../worker/cluster.js';
 import { createTask, effectCounts, outcomes } from './fixtures.js';
@@ -40,10 +40,6 @@ const tx = (c: pg.Client) => ({
   },
 });
 const sql = () => cluster.db as unknown as Sql;
-const kill = async (p: TestProcess) => {
-  p.child.kill('SIGKILL');
-  await p.exited;
-};
 const items = (n: number, delayMs: number) => Array.from({ length: n }, (_, i) => ({ href: `https://example.org/${i}.pdf`, metadata: { mock: { delayMs } } }));
 const statuses = async (tids: string[]) =>
   (await cluster.db.query<{ tid: string; status: string }>('SELECT tid, status FROM tasks WHERE tid = ANY($1)', [tids])).rows;
@@ -59,7 +55,7 @@ describe('task work survives crashes', () => {
       const now = await outcomes(sql(), tid);
       return (now.done ?? 0) >= 150 && (now.running ?? 0) > 0 ? true : undefined;
     }, 120_000, 20);
-    await kill(worker1);
+    await killProcess(worker1);
     const atKill = await outcomes(sql(), tid);
     expect(atKill.done).toBeLessThan(1000);
     // the running item seen just before the kill may have finished in between; others are still open
@@ -72,7 +68,7 @@ describe('task work survives crashes', () => {
     expect(counts.size).toBe(1000);
     expect(ids.filter((i) => counts.get(i) !== 1)).toEqual([]);
     expect(await outcomes(sql(), tid)).toEqual({ done: 1000 });
-    await kill(worker2);
+    await killProcess(worker2);
   }, 400_000);
 
   it("the queue's Redis keys deleted while 20 tasks are processing: after a worker restart all reach a final state, each item once", async () => {
@@ -88,7 +84,7 @@ describe('task work survives crashes', () => {
     // SCAN + DEL of this test's prefix only (never FLUSHALL: the server is shared)
     expect(await dropQueues(cluster.prefix)).toBeGreaterThan(0);
     expect((await statuses(tids)).filter((t) => t.status === 'processing').length).toBeGreaterThan(0);
-    await kill(worker1);
+    await killProcess(worker1);
 
     const worker2 = await cluster.startWorker();
     const final = await eventually(async () => {
@@ -100,6 +96,6 @@ describe('task work survives crashes', () => {
       const counts = await effectCounts(sql(), 'demo', t.tid);
       expect(t.items.filter((i) => counts.get(i) !== 1), t.tid).toEqual([]);
     }
-    await kill(worker2);
+    await killProcess(worker2);
   }, 400_000);
 });
