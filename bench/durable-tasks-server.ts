@@ -10,9 +10,9 @@
  *   204, or 409 when the row was not `created`. (Not atomic: a crash between
  *   the commit and the add loses the job, which the project's outbox does
  *   not.)
- * - a BullMQ `Worker` (`--concurrency`, 4 by default; the project's tasks
- *   queue has 16 slots in config/default.yaml, and bench/tasks.ts
- *   --concurrency n sets both) whose processor moves the row to `completed` in one
+ * - a BullMQ `Worker` (`--concurrency`, 16 by default: the project's tasks
+ *   queue's slots in config/default.yaml; bench/tasks.ts --concurrency n
+ *   sets both) whose processor moves the row to `completed` in one
  *   autocommitted UPDATE guarded by `processing` (the item's effect recorded
  *   once).
  *
@@ -25,7 +25,7 @@
  * `GET /completed` answers `{ "completed": n }`: what an HTTP start and a
  * BullMQ job cost on the machine, with nothing durable.
  *
- * Run: node --import tsx bench/durable-tasks-server.ts --tasks 2000 --concurrency 4 [--store postgres|none]
+ * Run: node --import tsx bench/durable-tasks-server.ts --tasks 2000 --concurrency 16 [--store postgres|none]
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -39,7 +39,7 @@ import { dropRedisPrefix } from './lib.js';
 const { values: args } = parseArgs({
   options: {
     tasks: { type: 'string', default: '2000' },
-    concurrency: { type: 'string', default: '4' },
+    concurrency: { type: 'string', default: '16' },
     database: { type: 'string', default: 'postgresql://postgres@127.0.0.1:5432/test' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
     store: { type: 'string', default: 'postgres' },

@@ -61,7 +61,7 @@ const { values: args } = parseArgs({
     server: { type: 'string', default: 'compiled' },
     items: { type: 'string', default: '1000' },
     'per-job': { type: 'string', default: '1,25,100' },
-    /** queues.concurrency for the tasks queue (default: the configuration's, 4). */
+    /** queues.concurrency for the tasks queue, and the floors' worker concurrency (default: the configuration's, 16). */
     concurrency: { type: 'string' },
     /** 'off': no durable floor (bench/durable-tasks-server.ts: HTTP start, one PostgreSQL row, BullMQ; the target's floor) nor HTTP floor: no target judged. */
     durable: { type: 'string', default: 'on' },
@@ -284,14 +284,14 @@ async function bare(): Promise<{ seconds: number; perSecond: number }> {
 /**
  * The durable floor (the target's floor): the same clients start `n` tasks
  * over HTTP on bench/durable-tasks-server.ts (Koa, one autocommitted UPDATE
- * per start, `queue.add`, a BullMQ worker of concurrency `--concurrency`, 4
- * by default, that completes the row in one UPDATE), timed from the first
+ * per start, `queue.add`, a BullMQ worker of concurrency `--concurrency`, by
+ * default the service's tasks queue's (16 in config/default.yaml), that completes the row in one UPDATE), timed from the first
  * start until the database shows every row completed, as the service is.
  * With `store` 'none', the HTTP floor (context): the same server without a
  * database (`--store none`), timed until its worker has counted every job.
  */
 async function floorService(compiledDir: string | undefined, store: 'postgres' | 'none' = 'postgres'): Promise<{ seconds: number; perSecond: number; serverCpuMsPerTask: number; pgCpuMsPerTask: number; concurrency: number }> {
-  const concurrency = Number(args.concurrency ?? 4);
+  const concurrency = Number(args.concurrency ?? 16); // the tasks queue's slots in config/default.yaml: the same worker capacity as the service
   const server = await spawnServer('bench/durable-tasks-server.ts', ['--tasks', String(n), '--concurrency', String(concurrency), '--store', store], [], { compiledDir });
   const { url, schema } = server.info as { url: string; schema: string };
   const db = new pg.Client({ connectionString: DATABASE_URL });
