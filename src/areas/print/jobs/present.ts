@@ -68,19 +68,16 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
  * (checkin, task, stages) and the timestamps, whose text comes between
  * LISTING_MARKs after a letter: `c` to write compactly (`{"type": "api"}` as
  * `{"type":"api"}`), `s` for the presented stages, `t` for a timestamp's text
- * (`2026-11-23 04:00:00.5` as `2026-11-23T04:00:00.500Z`). A page without marks
- * goes out as it came.
- *
- * A page of ASCII text (the usual case) is rewritten as UTF-8 bytes in place
- * (expandAscii) and answered as a Buffer: splitting the page at its ~500 marks
- * and joining the pieces again cost about twice as much (docs/benchmarks.md),
- * and the socket write need not encode the text again. Any other page, and the
- * `$inlinecount` envelope, take the text path (expand).
+ * (`2026-11-23 04:00:00.5` as `2026-11-23T04:00:00.500Z`). The page is split at
+ * its marks, each marked piece rewritten, the pieces joined; a page without
+ * marks goes out as it came. Rewriting an ASCII page as bytes in place instead
+ * wrote the bench page in 52 µs against 83 µs here, about 3 % of the API's
+ * 1 ms of CPU per request, which `npm run bench:print-listing` does not
+ * resolve: service / bare Koa median 0.26 with this writer, 0.22 with the
+ * in-place one, ten alternating runs each (docs/benchmarks.md#print-listing).
  */
 export function jobListWriter() {
   const json = compactJson();
-  // a `c` piece's text (`c{"type": "api"}`) -> its compact bytes, for expandAscii; bounded like compactJson
-  const compactBytes = new Map<string, Buffer>();
   const expand = (page: string): string => {
     const parts = page.split(LISTING_MARK);
     for (let i = 1; i < parts.length; i += 2) {
@@ -90,74 +87,10 @@ export function jobListWriter() {
     }
     return parts.join('');
   };
-  return (page: string, total?: number): string | Buffer => {
-    if (!page.includes(LISTING_MARK)) return total === undefined ? page : `{"results":${page},"totalCount":${total}}`;
-    if (total === undefined) {
-      const bytes = expandAscii(page, json, compactBytes);
-      if (bytes) return bytes;
-    }
-    const list = expand(page);
+  return (page: string, total?: number): string => {
+    const list = page.includes(LISTING_MARK) ? expand(page) : page;
     return total === undefined ? list : `{"results":${list},"totalCount":${total}}`;
   };
-}
-
-/**
- * expand's result as UTF-8 bytes for a page that is all ASCII (then its string
- * indices are its byte offsets): the page's bytes, each marked piece rewritten
- * where it stood and the text between moved down over the marks. A rewritten
- * piece is mostly shorter than its marked text (`\x01t…\x01` of 29 bytes to a
- * 24-byte ISO text, `{"type": "api"}` without its spaces and marks); where one
- * would overtake the text not yet read (timestamps without a fraction grow by
- * two bytes), or the page is not ASCII, undefined: the caller takes the text path.
- */
-function expandAscii(page: string, json: (text: string) => string, compact: Map<string, Buffer>): Buffer | undefined {
-  const n = page.length;
-  // ASCII (every character one UTF-8 byte) is then its Latin-1 bytes, copied rather than encoded
-  if (Buffer.byteLength(page, 'utf8') !== n) return undefined;
-  const buf = Buffer.from(page, 'latin1');
-  let w = 0; // next byte written
-  let r = 0; // next byte of the page not yet read
-  for (let i = page.indexOf(LISTING_MARK); i !== -1; i = page.indexOf(LISTING_MARK, r)) {
-    const j = page.indexOf(LISTING_MARK, i + 1);
-    if (j === -1) return undefined;
-    if (w !== r) buf.copyWithin(w, r, i);
-    w += i - r;
-    r = j + 1;
-    const kind = page.charCodeAt(i + 1);
-    const a = i + 2;
-    const len = j - a;
-    if (kind === 116 /* t */ && (len === 19 || (len >= 21 && len <= 26 && page.charCodeAt(a + 19) === 46)) && page.charCodeAt(a + 10) === 32) {
-      // `YYYY-MM-DD HH:MI:SS[.f…]` as `YYYY-MM-DDTHH:MI:SS.fffZ` (isoOfText's fast path): moved down (w < a, as
-      // memmove) up to the third digit of the fraction, a `T` for the space, zeros for missing digits, `Z`
-      if (w + 24 > r) return undefined;
-      buf.copyWithin(w, a, len > 23 ? a + 23 : j);
-      buf[w + 10] = 84; // T
-      if (len < 23) {
-        if (len === 19) buf[w + 19] = 46; // .
-        for (let k = len === 19 ? 20 : len; k < 23; k++) buf[w + k] = 48;
-      }
-      buf[w + 23] = 90; // Z
-      w += 24;
-      continue;
-    }
-    const piece = page.slice(i + 1, j);
-    let bytes = kind === 99 /* c */ ? compact.get(piece) : undefined;
-    if (bytes === undefined) {
-      const out = kind === 116 ? isoOfText(piece) : kind === 115 ? stagesJson(piece.slice(1)) : json(piece.slice(1));
-      bytes = Buffer.from(out, 'utf8');
-      if (bytes.length !== out.length) return undefined;
-      if (kind === 99) {
-        if (compact.size >= 1000) compact.clear();
-        compact.set(piece, bytes);
-      }
-    }
-    if (w + bytes.length > r) return undefined;
-    buf.set(bytes, w);
-    w += bytes.length;
-  }
-  if (w !== r) buf.copyWithin(w, r, n);
-  w += n - r;
-  return w === n ? buf : buf.subarray(0, w);
 }
 
 /** jsonb text as `JSON.stringify(JSON.parse(text))`; the few distinct values (checkin, task) are remembered, bounded. */

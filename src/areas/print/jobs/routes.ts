@@ -24,7 +24,7 @@ export function printJobRoutes(s: Services): Router {
   router.get(['/jobs', '/jobs/'], async (ctx) => {
     const q = parseODataQuery(ctx.querystring, JOB_FIELDS);
     const { page, total } = await jobs.list(principal(ctx), q);
-    // the page as JSON text built by PostgreSQL (present.ts; UTF-8 bytes for an ASCII page), not objects serialised by Koa
+    // the page as JSON text built by PostgreSQL (present.ts), not objects serialised by Koa
     ctx.type = 'application/json';
     ctx.body = listJson(page, q.inlineCount ? total : undefined);
   });

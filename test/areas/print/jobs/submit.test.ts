@@ -16,11 +16,7 @@ import { jobListWriter, presentJob, selectFields } from '../../../../src/areas/p
 import { JOB_FIELDS } from '../../../../src/areas/print/jobs/job-fields.js';
 import { parseODataQuery } from '../../../../src/query/odata.js';
 
-/** jobListWriter's body as text: a Buffer of UTF-8 for an ASCII page without `$inlinecount`, else a string. */
-const textWriter = () => {
-  const write = jobListWriter();
-  return (page: string, total?: number): string => String(write(page, total));
-};
+const textWriter = jobListWriter;
 
 describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   let t: TestDatabase;
@@ -125,8 +121,6 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
       const listed = write((await listJobs(t.db, q, undefined, defaults)).page);
       expect(listed).toBe(JSON.stringify([presentJob(row, defaults)]));
       expect(JSON.parse(listed)[0]).toMatchObject({ created: expected, updated: expected, finished: expected, nextAttempt: expected });
-      // an ASCII page whose timestamps have a fraction is rewritten in place (present.ts expandAscii), not as text
-      if (at === '2024-01-01 00:00:00.123Z') expect(Buffer.isBuffer(jobListWriter()((await listJobs(t.db, q, undefined, defaults)).page))).toBe(true);
     }
     await t.db.query('DELETE FROM print_jobs WHERE id = $1', [job.id]);
   });
