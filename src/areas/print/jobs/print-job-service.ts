@@ -9,9 +9,11 @@ import { logText, presentJob } from './present.js';
 import type { Sql } from '../../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { JOB_OPERATION_RULES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
-import { deleteJob, getJob, inlineDocument, listJobs, parseJobId, setKeepTempfiles, transitionJob, type PrintJobRow } from './store/job-store.js';
+import { getJob, inlineDocument, jobLog, type PrintLogRow } from './store/job-reads.js';
+import { parseJobId, type PrintJobRow } from './store/job-row.js';
+import { deleteJob, setKeepTempfiles, transitionJob } from './store/job-store.js';
+import { listJobs } from './store/listing.js';
 import { jobDocumentSource } from './job-document.js';
-import { jobLog, type PrintLogRow } from './print-log.js';
 import { submitPrintJob, type SubmitInput } from './submit-print-job.js';
 
 /**

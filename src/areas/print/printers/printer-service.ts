@@ -5,10 +5,12 @@ import { AppError } from '../../../errors/app-error.js';
 import type { ODataQuery } from '../../../query/odata.js';
 import type { Services } from '../../../runtime/services.js';
 import type { Sql } from '../../../storage/driver/database.js';
-import { printLog, printerLog, type PrintLogRow } from '../jobs/print-log.js';
+import { flowExists } from '../flows/flow-store.js';
+import { printerLog, type PrintLogRow } from '../jobs/store/job-reads.js';
+import { moveWaitingJobs, printLog } from '../jobs/store/job-store.js';
 import { PRINTER_OPERATION_RULES, printerOperationAllowed, printerState, redirectRefusal, type PrinterOperation } from './printer-states.js';
 import {
-  deletePrinter, getPrinter, getPrinterWithRuntime, insertPrinter, listPrinters, moveWaitingJobs, printerUsers, redirectMap,
+  deletePrinter, getPrinter, getPrinterWithRuntime, insertPrinter, listPrinters, lockRedirects, printerUsers, redirectMap,
   replacePrinter, resolveRedirect, updatePrinter, type PrinterConfig, type PrinterWithRuntime,
 } from './printer-store.js';
 
@@ -37,10 +39,7 @@ export class PrinterService {
   /** Validates the connection with the backend registry (400) and the flow (400) before anything is stored. */
   private async checkConfig(sql: Sql, c: PrinterConfig): Promise<void> {
     printBackendFor(c.connection, { log: this.s.log });
-    if (c.flow) {
-      const { rows } = await sql.query('SELECT 1 FROM print_flows WHERE name = $1', [c.flow]);
-      if (rows.length === 0) throw new AppError('INVALID_FLOW', `no flow named "${c.flow}"`, { flow: c.flow });
-    }
+    if (c.flow && !(await flowExists(sql, c.flow))) throw new AppError('INVALID_FLOW', `no flow named "${c.flow}"`, { flow: c.flow });
   }
 
   async create(p: Principal, name: string, c: PrinterConfig): Promise<PrinterWithRuntime> {
@@ -109,7 +108,7 @@ export class PrinterService {
   async redirect(p: Principal, name: string, target: string | null): Promise<PrinterWithRuntime> {
     this.s.policy.require(p, 'printers', 'act', SHARED);
     return this.s.db.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('print.redirects'))`);
+      await lockRedirects(tx);
       const row = await getPrinter(tx, name, 'update');
       if (!row) throw notFound(name);
       if (target === null) {

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
-import type { PrintJobRow } from '../../../../src/areas/print/jobs/store/job-store.js';
-import { jobLog } from '../../../../src/areas/print/jobs/print-log.js';
+import { jobLog } from '../../../../src/areas/print/jobs/store/job-reads.js';
+import type { PrintJobRow } from '../../../../src/areas/print/jobs/store/job-row.js';
 import { submitPrintJob } from '../../../../src/areas/print/jobs/submit-print-job.js';
 import { eventually, startTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../../../helpers/runtime.js';
 

@@ -6,12 +6,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../../src/blobs/blob-store.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
-import { insertMany, submitPrintJob } from '../../../../src/areas/print/jobs/submit-print-job.js';
+import { submitPrintJob } from '../../../../src/areas/print/jobs/submit-print-job.js';
 import { jobIdFor } from '../../../../src/queue/jobs.js';
 import type { Database } from '../../../../src/storage/driver/database.js';
-import { jobLog } from '../../../../src/areas/print/jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
-import { getJob, inlineDocument, listJobs, submitTarget, submitTargets } from '../../../../src/areas/print/jobs/store/job-store.js';
+import { getJob, inlineDocument, jobLog } from '../../../../src/areas/print/jobs/store/job-reads.js';
+import { insertSubmittedJobs } from '../../../../src/areas/print/jobs/store/job-store.js';
+import { listJobs } from '../../../../src/areas/print/jobs/store/listing.js';
+import { submitTarget, submitTargets } from '../../../../src/areas/print/jobs/store/submission.js';
 import { INLINE_DOCUMENT_MAX, openJobDocument } from '../../../../src/areas/print/jobs/job-document.js';
 import { jobListWriter, presentJob, selectFields } from '../../../../src/areas/print/jobs/present.js';
 import { JOB_FIELDS } from '../../../../src/areas/print/jobs/job-fields.js';
@@ -93,7 +95,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   });
 
   it('lists jobs as JSON text byte for byte equal to the presented rows (queryArrays on this driver)', async () => {
-    // \u0001 is the mark around jsonb in the page PostgreSQL writes (src/areas/print/jobs/store/job-store.ts): in values it must come out escaped
+    // \u0001 is the mark around jsonb in the page PostgreSQL writes (src/areas/print/jobs/store/listing.ts): in values it must come out escaped
     const job = await submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'bob', name: 'Ünïcode "q" \\ \n\u0001c' });
     await t.db.query(`UPDATE print_jobs SET status = 'processed', finished = now() - interval '1.5 seconds', retention_sec = 90, pages = 2,
       task = '{"sid":"s","tid":"t \\u0001s","item":"i"}', checkin = '{"type":"api","source":"ua/1.0 \\"x\\" \\u0001c"}',
@@ -256,7 +258,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
         copies: 1, priority: 50, checkin: { type: 'api' }, task: null, retentionSec: null },
     });
     // c2 was looked up before its redirect: its chain ends at c3 now, not c2; an unknown printer and an unknown flow insert nothing
-    const [a, b, c, d, e, f] = await insertMany(deps.outbox, t.db, [item('c1', 'c1'), item('c2', 'c2'), item('c2', 'c3'),
+    const [a, b, c, d, e, f] = await insertSubmittedJobs(deps.outbox, t.db, [item('c1', 'c1'), item('c2', 'c2'), item('c2', 'c3'),
       item('c1', 'c1', { ownFlow: true, flow: null, checkFlow: true }), item('nope', 'nope'), item('c3', 'c3', { ownFlow: false, flow: 'gone', checkFlow: true })]);
     expect(a).toMatchObject({ printer: 'c1', redirected_from: null, flow: null, status: 'waitprocessing' });
     expect(b).toBeUndefined();
