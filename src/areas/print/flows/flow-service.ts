@@ -14,7 +14,7 @@ const notFound = (name: string) => new AppError('FLOW_NOT_FOUND', `no flow named
  * and `delete` (admin by default).
  */
 export class FlowService {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: Pick<Services, 'db' | 'policy'>) {}
 
   list(p: Principal): Promise<FlowRow[]> {
     this.s.policy.require(p, 'flows', 'read', SHARED);

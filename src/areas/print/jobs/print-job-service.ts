@@ -22,7 +22,7 @@ import { submitPrintJob, type SubmitInput } from './submit-print-job.js';
  * state changes through the table in job-states.ts under a row lock. No HTTP.
  */
 export class PrintJobService {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: Pick<Services, 'config' | 'db' | 'blobs' | 'outbox' | 'policy'>) {}
 
   private get maxBytes(): number {
     return this.s.config.print.maxDocumentBytes || this.s.config.server.maxUploadBytes;
