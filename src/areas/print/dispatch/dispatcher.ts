@@ -15,7 +15,7 @@ import type { Database, Sql } from '../../../storage/driver/database.js';
 import { flowSteps } from '../flows/flow-store.js';
 import { runFlow } from '../flows/run-flow.js';
 import { recordDeviceError } from '../printers/printer-store.js';
-import { OutcomeBatcher } from './outcome-batcher.js';
+import { OutcomeBatcher, type OutcomeBatching } from './outcome-batcher.js';
 import { pageInfo } from '../documents/page-info.js';
 import { claimNext, recoverInFlight, type NextStep } from './claim.js';
 import { hasReadyWork, lockInFlight, lockPrinterDispatch, relaxCommit } from './dispatch-store.js';
@@ -29,6 +29,8 @@ export interface DispatcherDeps {
   workDir: string;
   retry: { baseMs: number; maxMs: number };
   backend: Omit<PrintBackendContext, 'log'>;
+  /** How the outcome statements of this process are gathered (OutcomeBatcher). */
+  outcomes: OutcomeBatching;
   /** Wakes a printer's dispatch again after a run ended (the tail check); the queue in production. */
   wake(printer: string): Promise<unknown>;
   /**
@@ -71,7 +73,7 @@ export class Dispatcher {
   private readonly tailChecks = new Set<NodeJS.Timeout>();
 
   constructor(private readonly deps: DispatcherDeps) {
-    this.outcomes = new OutcomeBatcher(deps.db);
+    this.outcomes = new OutcomeBatcher(deps.db, deps.outcomes);
     deps.stopped?.addEventListener('abort', () => {
       for (const timer of this.tailChecks) clearTimeout(timer);
       this.tailChecks.clear();

@@ -18,6 +18,7 @@ export function dispatchHandlers(s: Services, stopped?: AbortSignal): JobHandler
     workDir: path.join(s.config.dataDir, 'print-work'),
     retry: { baseMs: c.retryBaseMs, maxMs: c.retryMaxMs },
     backend: { timeouts: printBackendTimeouts(c) },
+    outcomes: c.outcomes,
     wake: (printer) => s.queue.enqueue('print.dispatch', { printer }),
     stopped,
   });

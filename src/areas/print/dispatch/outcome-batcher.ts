@@ -2,6 +2,14 @@ import type { Sql } from '../../../storage/driver/database.js';
 import { MicroBatcher } from '../../../storage/micro-batcher.js';
 import { deliveredAndNext, deliveredAndNextMany, type Delivered, type DeliveredAndNext } from '../jobs/store/job-store.js';
 
+/** How far the outcome statements of one process are gathered (config `printDispatch.outcomes`). */
+export interface OutcomeBatching {
+  /** Outcome statements running at once; requests that come in meanwhile wait for the next. */
+  maxInFlight: number;
+  /** Printers in one statement at most. */
+  maxBatch: number;
+}
+
 /**
  * Coalesces the printers' "delivered, hand off the next" statements of one
  * process (a `MicroBatcher`): a run whose job the device acknowledged asks
@@ -17,7 +25,7 @@ import { deliveredAndNext, deliveredAndNextMany, type Delivered, type DeliveredA
 export class OutcomeBatcher {
   private readonly batcher: MicroBatcher<Delivered, DeliveredAndNext>;
 
-  constructor(sql: Sql, maxInFlight = 1, maxBatch = 64) {
+  constructor(sql: Sql, { maxInFlight, maxBatch }: OutcomeBatching) {
     this.batcher = new MicroBatcher<Delivered, DeliveredAndNext>({
       many: (items) => deliveredAndNextMany(sql, items),
       one: (d) => deliveredAndNext(sql, d.job, d.message, d.touchPrinter),

@@ -132,6 +132,7 @@ export class PrintJobService {
   async submit(p: Principal, input: Omit<SubmitInput, 'creator'>, owner?: string): Promise<PrintJobRow> {
     this.s.policy.require(p, 'jobs', 'write');
     const o = this.s.policy.ownerFor(p, 'jobs', owner);
-    return submitPrintJob({ db: this.s.db, blobs: this.s.blobs, outbox: this.s.outbox, maxBytes: this.maxBytes }, { ...input, creator: p.user, owner: o });
+    return submitPrintJob({ db: this.s.db, blobs: this.s.blobs, outbox: this.s.outbox, maxBytes: this.maxBytes, batch: this.s.config.print.submissions },
+      { ...input, creator: p.user, owner: o });
   }
 }

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { BlobStore } from '../../../blobs/blob-store.js';
+import type { AppConfig } from '../../../config/schema.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import { jobIdFor } from '../../../queue/jobs.js';
@@ -18,6 +19,8 @@ export interface SubmitDeps {
   outbox: Outbox;
   /** Largest document (bytes); 0 = unlimited. */
   maxBytes: number;
+  /** How far concurrent submissions share statements (config `print.submissions`). */
+  batch: AppConfig['print']['submissions'];
 }
 
 export interface SubmitInput {
@@ -127,36 +130,40 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
 }
 
 /**
- * The submissions of one process (per database and outbox) gathered into
- * shared statements (`MicroBatcher`s, one statement of a kind in flight:
- * larger batches, less CPU per job than two): while one runs, the
- * submissions that come in wait and go together as the next. `targets`: the
- * printer lookups before the documents are read (`submitTargets`);
- * `inserts`: the jobs (`insertSubmittedJobs`: one round trip, one executor
- * start and one synchronous commit for all of them, one wake-up per
- * printer). A lone submission goes as its own statement at the end of the
- * event loop's turn (`gatherTurn`: with the submissions that turn's I/O
- * started; the answers of one statement start the clients' next ones). Each
- * submission's answer (its 201) still comes only after the statement that
- * stored it committed.
+ * The submissions of one process (per database, outbox and batch settings)
+ * gathered into shared statements (`MicroBatcher`s; by default one statement
+ * of a kind in flight: larger batches, less CPU per job than two): while one
+ * runs, the submissions that come in wait and go together as the next.
+ * `targets`: the printer lookups before the documents are read
+ * (`submitTargets`); `inserts`: the jobs (`insertSubmittedJobs`: one round
+ * trip, one executor start and one synchronous commit for all of them, one
+ * wake-up per printer). A lone submission goes as its own statement at the
+ * end of the event loop's turn (`gatherTurn`: with the submissions that
+ * turn's I/O started; the answers of one statement start the clients' next
+ * ones). Each submission's answer (its 201) still comes only after the
+ * statement that stored it committed.
  */
 interface Batches {
   targets: MicroBatcher<{ printer: string; flow: string | null | undefined }, SubmitTarget | undefined>;
   inserts: MicroBatcher<JobToInsert, PrintJobRow | undefined>;
 }
-const batches = new WeakMap<Outbox, WeakMap<Sql, Batches>>();
+const batches = new WeakMap<Outbox, WeakMap<Sql, Map<string, Batches>>>();
 function batchesOf(deps: SubmitDeps): Batches {
   let byDb = batches.get(deps.outbox);
   if (!byDb) batches.set(deps.outbox, (byDb = new WeakMap()));
-  let b = byDb.get(deps.db);
+  let bySettings = byDb.get(deps.db);
+  if (!bySettings) byDb.set(deps.db, (bySettings = new Map()));
+  const { maxInFlight, maxBatch } = deps.batch;
+  const key = `${maxInFlight}/${maxBatch}`;
+  let b = bySettings.get(key);
   if (!b) {
     const { outbox, db } = deps;
     b = {
-      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, 1, 64, { gatherTurn: true }),
+      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, maxInFlight, maxBatch, { gatherTurn: true }),
       // a lone submission too goes as insertSubmittedJobs (it also does the lookup)
-      inserts: new MicroBatcher({ many: (items) => insertSubmittedJobs(outbox, db, items) }, 1, 64, { gatherTurn: true }),
+      inserts: new MicroBatcher({ many: (items) => insertSubmittedJobs(outbox, db, items) }, maxInFlight, maxBatch, { gatherTurn: true }),
     };
-    byDb.set(db, b);
+    bySettings.set(key, b);
   }
   return b;
 }

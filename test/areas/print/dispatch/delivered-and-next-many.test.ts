@@ -96,7 +96,7 @@ for (const [driver, open] of bothDrivers()) {
     it('OutcomeBatcher: requests that come together share statements, one per printer each, and every job is delivered once', async () => {
       const names = ['a', 'b', 'c'];
       for (const name of names) await addJobs(t.db, name, [50, 50, 50, 50, 50]);
-      const batcher = new OutcomeBatcher(t.db, 1);
+      const batcher = new OutcomeBatcher(t.db, { maxInFlight: 1, maxBatch: 64 });
       const seen: string[] = [];
       await Promise.all(names.map(async (name) => {
         let job: PrintJobRow | undefined = await claim(t.db, name);

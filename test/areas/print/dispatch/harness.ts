@@ -41,7 +41,7 @@ export async function wake(rt: TestRuntime, printer: string): Promise<void> {
 
 export async function submit(rt: TestRuntime, printer: string, body: string | Buffer, opts: { priority?: number; flow?: string | null; name?: string; mimeType?: string } = {}): Promise<PrintJobRow> {
   const s = rt.services;
-  return submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0 }, {
+  return submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0, batch: s.config.print.submissions }, {
     printer, source: Readable.from([Buffer.from(body)]), mimeType: opts.mimeType ?? 'application/octet-stream',
     name: opts.name ?? 'doc', priority: opts.priority, flow: opts.flow, creator: 'tester',
   });

@@ -33,7 +33,7 @@ describe.each(bothDrivers())('the listing column on %s', (_name, open) => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-listing-column-'));
     const blobs = new BlobStore(dir);
     await blobs.init();
-    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000 };
+    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000, batch: { maxInFlight: 1, maxBatch: 64 } };
     await t.db.query(`INSERT INTO printers (name, connection) VALUES ('p ü''/1', 'file:///tmp/x'), ('p2', 'file:///tmp/y')`);
   });
   afterAll(async () => {

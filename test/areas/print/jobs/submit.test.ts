@@ -25,6 +25,15 @@ const textWriter = () => {
   return (page: string, total?: number): string => String(write(page, total));
 };
 
+/** `db` with the text of every `query` it sends pushed to `texts`. */
+const recording = (db: Database, texts: string[]): Database => new Proxy(db, {
+  get(target, prop) {
+    if (prop === 'query') return (text: string, params?: unknown[]) => (texts.push(text), target.query(text, params));
+    const v = Reflect.get(target, prop) as unknown;
+    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  },
+}) as Database;
+
 describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   let t: TestDatabase;
   let dir: string;
@@ -34,7 +43,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-submit-'));
     const blobs = new BlobStore(dir);
     await blobs.init();
-    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000 };
+    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000, batch: { maxInFlight: 1, maxBatch: 64 } };
     await t.db.query(`INSERT INTO printers (name, connection) VALUES ('p 1', 'file:///tmp/x'), ('p2', 'file:///tmp/y')`);
     await t.db.query(`INSERT INTO print_flows (name, steps) VALUES ('f', '[]')`);
   });
@@ -202,13 +211,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     await t.db.query('DELETE FROM outbox');
     // the statements the submissions send, seen through a wrapper of the database
     const texts: string[] = [];
-    const db = new Proxy(t.db, {
-      get(target, prop) {
-        if (prop === 'query') return (text: string, params?: unknown[]) => (texts.push(text), target.query(text, params));
-        const v = Reflect.get(target, prop) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    }) as Database;
+    const db = recording(t.db, texts);
     const printers = ['b1', 'b2', 'b held', 'b via'];
     const n = 40;
     const jobs = await Promise.all(Array.from({ length: n }, (_, i) => submitPrintJob({ ...deps, db }, {
@@ -235,6 +238,18 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     expect(new Set(jobs.map((j) => j.seq)).size).toBe(n);
     const { rows } = await t.db.query<{ data: { printer: string } }>('SELECT data FROM outbox ORDER BY data->>\'printer\'');
     expect(rows.map((r) => r.data.printer)).toEqual(['b1', 'b2']);
+  });
+
+  it('with print.submissions.maxBatch 1, concurrent submissions each have statements of their own', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection) VALUES ('s1', 'file:///tmp/s1')`);
+    const texts: string[] = [];
+    const db = recording(t.db, texts);
+    const n = 6;
+    const jobs = await Promise.all(Array.from({ length: n }, (_, i) => submitPrintJob({ ...deps, db, batch: { maxInFlight: 1, maxBatch: 1 } }, {
+      printer: 's1', source: Readable.from([Buffer.from(`doc ${i}`)]), mimeType: 'text/plain', creator: 'single', name: `s${i}`,
+    })));
+    expect(new Set(jobs.map((j) => j.id)).size).toBe(n);
+    expect(texts.filter((x) => /INSERT INTO print_jobs/.test(x))).toHaveLength(n);
   });
 
   it('looks up several printers in one statement as submitTarget does one by one', async () => {
