@@ -323,6 +323,11 @@ export async function compileServers(root = ROOT): Promise<{ dir: string; cleanu
       execFile(process.execPath, [path.join(ROOT, 'node_modules/typescript7/bin/tsc'), '-p', path.join(root, 'bench/tsconfig.server.json'), '--outDir', dir, '--noCheck'],
         { cwd: root, timeout: 300_000 }, (err, stdout, stderr) => (err ? reject(new Error(`tsc failed: ${stdout}${stderr}`)) : resolve()));
     });
+    // the stores' statements (.sql beside their modules), which tsc does not copy
+    await new Promise<void>((resolve, reject) => {
+      execFile(process.execPath, [path.join(ROOT, 'scripts/copy-sql.mjs'), path.join(root, 'src'), path.join(dir, 'src')],
+        { cwd: root, timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`copying .sql failed: ${stdout}${stderr}`)) : resolve()));
+    });
     // bare imports ('koa', 'pg', ...) resolve through the project's node_modules
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
     // the docs routes look for openapi/ above their module

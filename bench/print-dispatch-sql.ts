@@ -20,8 +20,9 @@
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import type { PrintJobRow } from '../src/areas/print/jobs/store/job-store.js';
-import { claimNext, deliveredAndNext, deliveredAndNextMany, type NextStep } from '../src/areas/print/dispatch/dispatch-store.js';
+import type { PrintJobRow } from '../src/areas/print/jobs/store/job-row.js';
+import { deliveredAndNext, deliveredAndNextMany } from '../src/areas/print/jobs/store/job-store.js';
+import { claimNext, type NextStep } from '../src/areas/print/dispatch/claim.js';
 import { createOutbox } from '../src/outbox/outbox.js';
 import { openPostgres } from '../src/storage/driver/postgres.js';
 import { migrate } from '../src/storage/migrate.js';

@@ -287,7 +287,7 @@ async function engine() {
   const s = rt.services;
   const names = sinks.ports.map((_, i) => `bench printer ${i}`);
   for (const [i, port] of sinks.ports.entries()) await s.db.query('INSERT INTO printers (name, connection) VALUES ($1, $2)', [names[i], `socket://127.0.0.1:${port}`]);
-  const submit = (n: number) => submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0 }, {
+  const submit = (n: number) => submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0, batch: s.config.print.submissions }, {
     printer: names[n % PRINTERS]!, source: Readable.from([payload(n)]), mimeType: 'application/octet-stream',
     name: `job ${n}`, priority: [10, 50, 90][n % 3], creator: 'bench',
   });

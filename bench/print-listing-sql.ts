@@ -62,7 +62,7 @@ try {
             now() - i * interval '1 second', now() - i * interval '1 second', now() - i * interval '1 second'
      FROM generate_series(1, $1::int) AS i`, [100_000, ['processed', 'canceled', 'error', 'paused']]);
   await db.exec('ANALYZE print_jobs');
-  const { LISTED_FIELD_NAMES, listJobs, listedFieldsSql } = await import('../src/areas/print/jobs/store/job-store.js');
+  const { LISTED_FIELD_NAMES, listJobs, listedFieldsSql } = await import('../src/areas/print/jobs/store/listing.js');
   let shippedText = '';
   const { parseODataQuery } = await import('../src/query/odata.js');
   const { JOB_FIELDS } = await import('../src/areas/print/jobs/job-fields.js');

@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { printSummary, summarizeProfile } from './profile.js';
-import { listJobs } from '../src/areas/print/jobs/store/job-store.js';
+import { listJobs } from '../src/areas/print/jobs/store/listing.js';
 import { JOB_FIELDS } from '../src/areas/print/jobs/job-fields.js';
 import { parseODataQuery } from '../src/query/odata.js';
 import { backendPids, compileServers, cpuOf, expectStatus, fmt, parseModes, printTable, procCpuSeconds, requestJson, spawnServer, writeResult, type ChildServer } from './lib.js';

@@ -34,6 +34,17 @@ export type ServiceConfig = z.infer<typeof serviceSchema>;
 
 const concurrency = z.coerce.number().int().min(1).max(64);
 
+/**
+ * How far one kind of statement of one process is gathered (`MicroBatcher`):
+ * `maxInFlight` statements of the kind run at once, the requests that come
+ * in meanwhile wait and go together as the next, at most `maxBatch` to a
+ * statement (1: every request on its own).
+ */
+const batchingSchema = (d: { maxInFlight: number; maxBatch: number }) => z.strictObject({
+  maxInFlight: z.coerce.number().int().min(1).max(64).default(d.maxInFlight),
+  maxBatch: z.coerce.number().int().min(1).max(1000).default(d.maxBatch),
+}).prefault({});
+
 const sidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'service ids are 1-63 letters, digits, "_" or "-"');
 
 export const configSchema = z.strictObject({
@@ -116,6 +127,8 @@ export const configSchema = z.strictObject({
     connectTimeoutMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** How long a connection to a printer may make no progress before the delivery fails. */
     idleTimeoutMs: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+    /** Acknowledged deliveries' outcome-and-next-hand-off statements per worker process (OutcomeBatcher): up to `maxBatch` printers each. */
+    outcomes: batchingSchema({ maxInFlight: 1, maxBatch: 64 }),
   }).prefault({}),
   previews: z.strictObject({
     previewSize: z.coerce.number().int().min(16).max(4096).default(1024),
@@ -131,6 +144,8 @@ export const configSchema = z.strictObject({
     }).prefault({}),
     /** Largest print document (bytes) taken by `POST /v3/jobs/`; 0 = `server.maxUploadBytes`. */
     maxDocumentBytes: z.coerce.number().int().min(0).default(0),
+    /** Concurrent submissions' printer lookups and inserts per process (submit-print-job.ts): up to `maxBatch` jobs a statement. */
+    submissions: batchingSchema({ maxInFlight: 1, maxBatch: 64 }),
   }).prefault({}),
   services: z.record(sidSchema, serviceSchema),
 });

@@ -10,6 +10,11 @@ import { RepositoryService } from '../areas/repository/repository-service.js';
 import { CommandService } from '../areas/commands/command-service.js';
 import { TaskService } from '../areas/tasks/task-service.js';
 import { TaskLists } from '../areas/tasks/task-lists.js';
+import { PrintJobService } from '../areas/print/jobs/print-job-service.js';
+import { PrinterService } from '../areas/print/printers/printer-service.js';
+import { FlowService } from '../areas/print/flows/flow-service.js';
+import { PrintConfigService } from '../areas/print/config/config-service.js';
+import { PrintStatisticsService } from '../areas/print/statistics/statistics-service.js';
 import type { Logger } from '../logging/logger.js';
 import { Metrics } from '../metrics/metrics.js';
 import { createJobQueue } from '../queue/job-queue.js';
@@ -64,7 +69,12 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     const commands = new CommandService(db, repository, policy, outbox, config.commands.expirySec);
     const tasks = new TaskService(db, registry, policy);
     const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }));
-    return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists };
+    const print = { config, log, db, blobs, outbox, policy };
+    return {
+      config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists,
+      printJobs: new PrintJobService(print), printers: new PrinterService(print), printFlows: new FlowService(print),
+      printConfig: new PrintConfigService(print), printStatistics: new PrintStatisticsService(print),
+    };
   } catch (err) {
     await queue.close().catch(() => {});
     await db.close().catch(() => {});

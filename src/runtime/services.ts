@@ -9,6 +9,11 @@ import type { RepositoryService } from '../areas/repository/repository-service.j
 import type { CommandService } from '../areas/commands/command-service.js';
 import type { TaskService } from '../areas/tasks/task-service.js';
 import type { TaskLists } from '../areas/tasks/task-lists.js';
+import type { PrintJobService } from '../areas/print/jobs/print-job-service.js';
+import type { PrinterService } from '../areas/print/printers/printer-service.js';
+import type { FlowService } from '../areas/print/flows/flow-service.js';
+import type { PrintConfigService } from '../areas/print/config/config-service.js';
+import type { PrintStatisticsService } from '../areas/print/statistics/statistics-service.js';
 import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { JobQueue } from '../queue/job-queue.js';
@@ -39,4 +44,10 @@ export interface Services {
   tasks: TaskService;
   /** A task's input and output lists (through the shared list store). */
   taskLists: TaskLists;
+  /** The print API's domain operations (`/v3`): jobs, printers, flows, configuration keys, statistics. */
+  printJobs: PrintJobService;
+  printers: PrinterService;
+  printFlows: FlowService;
+  printConfig: PrintConfigService;
+  printStatistics: PrintStatisticsService;
 }

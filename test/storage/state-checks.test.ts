@@ -4,7 +4,7 @@ import { ITEM_OUTCOMES, TASK_STATUSES } from '../../src/areas/tasks/actions/task
 import { JOB_STATES } from '../../src/areas/print/jobs/job-states.js';
 import { COMMAND_STATES } from '../../src/areas/commands/command-states.js';
 import { PRINTER_STATES, printerState } from '../../src/areas/print/printers/printer-states.js';
-import type { PrintLogLevel } from '../../src/areas/print/jobs/print-log.js';
+import type { PrintLogLevel } from '../../src/areas/print/jobs/store/job-reads.js';
 import type { EntryRow } from '../../src/areas/repository/entry.js';
 import type { FlowRow } from '../../src/areas/print/flows/flow-store.js';
 import type { ListKind } from '../../src/areas/lists/store/list-store.js';

@@ -71,18 +71,25 @@ export interface PrintBackend {
 
 /**
  * What a backend gets when it is built: a logger and the network timeouts
- * from configuration (`print.backends`); backends that talk to a device over
- * the network (socket, IPP, LPR) honour them.
+ * from configuration (`printDispatch.connectTimeoutMs` and
+ * `printDispatch.idleTimeoutMs`, `printBackendTimeouts`); backends that talk
+ * to a device over the network (socket, IPP, LPR) honour them.
  */
 export interface PrintBackendContext {
   log: Logger;
-  timeouts?: {
-    /** How long a connection may take to open. */
-    connectMs: number;
-    /** How long a connection may make no progress (no bytes accepted, no answer) before it fails. */
-    idleMs: number;
-  };
+  timeouts?: PrintBackendTimeouts;
 }
+
+export interface PrintBackendTimeouts {
+  /** How long a connection may take to open. */
+  connectMs: number;
+  /** How long a connection may make no progress (no bytes accepted, no answer) before it fails. */
+  idleMs: number;
+}
+
+/** The backends' timeouts from the configuration's `printDispatch` (every backend built for a delivery or a device check). */
+export const printBackendTimeouts = (c: { connectTimeoutMs: number; idleTimeoutMs: number }): PrintBackendTimeouts =>
+  ({ connectMs: c.connectTimeoutMs, idleMs: c.idleTimeoutMs });
 
 /** A kind of device, registered once in `print-backends/registry.ts`. */
 export interface PrintBackendType {

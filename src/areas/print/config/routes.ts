@@ -6,7 +6,6 @@ import { validate } from '../../../api/validate.js';
 import { AppError } from '../../../errors/app-error.js';
 import { ACTIONS } from '../../../config/schema.js';
 import type { Services } from '../../../runtime/services.js';
-import { deleteConfigs, mergeConfigs, readConfigs } from './config-store.js';
 
 // eslint-disable-next-line no-control-regex -- control characters are what a key must not hold
 const configKey = z.string().min(1).max(200).refine((k) => !/[\u0000-\u001f\u007f]/.test(k), 'a key holds no control characters');
@@ -14,6 +13,26 @@ const MAX_KEYS = 1000;
 
 /** The areas of the print API whose rights `/v3/auth/userroles` reports. */
 const PRINT_AREAS = ['jobs', 'printers', 'flows', 'statistics', 'configuration'] as const;
+
+/** `PUT /v3/configs/`: the body's keys and values (400 unless a JSON object of valid keys). */
+function entriesOf(b: unknown): [string, unknown][] {
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw new AppError('VALIDATION_FAILED', 'the body is a JSON object of keys and their values');
+  const entries = Object.entries(b as Record<string, unknown>);
+  if (entries.length > MAX_KEYS) throw new AppError('VALIDATION_FAILED', `at most ${MAX_KEYS} keys at once`);
+  for (const [k] of entries) validate(configKey, k, 'key');
+  return entries;
+}
+
+/** `DELETE /v3/configs/?key=K…`: the keys to remove (400 for any other parameter, none or too many). */
+function keysOf(querystring: string): string[] {
+  const params = new URLSearchParams(querystring);
+  for (const k of params.keys()) if (k !== 'key') throw new AppError('INVALID_QUERY', `unknown query parameter ${k.slice(0, 40)}; use ?key=K (repeatable)`);
+  const keys = params.getAll('key');
+  if (keys.length === 0) throw new AppError('INVALID_QUERY', 'name the keys to remove: ?key=K (repeatable)');
+  if (keys.length > MAX_KEYS) throw new AppError('INVALID_QUERY', `at most ${MAX_KEYS} keys at once`);
+  for (const k of keys) validate(configKey, k, 'key');
+  return keys;
+}
 
 /**
  * Configuration keys (`/v3/configs/`: a key/value object; `PUT` merges,
@@ -25,31 +44,15 @@ export function printConfigRoutes(s: Services): Router {
   const json = jsonBody(s.config.server.jsonLimit);
 
   router.get(['/configs', '/configs/'], async (ctx) => {
-    s.policy.require(principal(ctx), 'configuration', 'read');
-    ctx.body = await readConfigs(s.db);
+    ctx.body = await s.printConfig.read(principal(ctx));
   });
 
   router.put(['/configs', '/configs/'], json, async (ctx) => {
-    s.policy.require(principal(ctx), 'configuration', 'write');
-    const b = body(ctx);
-    if (typeof b !== 'object' || b === null || Array.isArray(b)) throw new AppError('VALIDATION_FAILED', 'the body is a JSON object of keys and their values');
-    const entries = Object.entries(b as Record<string, unknown>);
-    if (entries.length > MAX_KEYS) throw new AppError('VALIDATION_FAILED', `at most ${MAX_KEYS} keys at once`);
-    for (const [k] of entries) validate(configKey, k, 'key');
-    await mergeConfigs(s.db, entries);
-    ctx.body = await readConfigs(s.db);
+    ctx.body = await s.printConfig.merge(principal(ctx), () => entriesOf(body(ctx)));
   });
 
   router.delete(['/configs', '/configs/'], async (ctx) => {
-    s.policy.require(principal(ctx), 'configuration', 'delete');
-    const params = new URLSearchParams(ctx.querystring);
-    for (const k of params.keys()) if (k !== 'key') throw new AppError('INVALID_QUERY', `unknown query parameter ${k.slice(0, 40)}; use ?key=K (repeatable)`);
-    const keys = params.getAll('key');
-    if (keys.length === 0) throw new AppError('INVALID_QUERY', 'name the keys to remove: ?key=K (repeatable)');
-    if (keys.length > MAX_KEYS) throw new AppError('INVALID_QUERY', `at most ${MAX_KEYS} keys at once`);
-    for (const k of keys) validate(configKey, k, 'key');
-    await deleteConfigs(s.db, keys);
-    ctx.body = await readConfigs(s.db);
+    ctx.body = await s.printConfig.remove(principal(ctx), () => keysOf(ctx.querystring));
   });
 
   router.get('/auth/userroles', (ctx) => {

@@ -6,16 +6,19 @@ import { PrintDeliveryError, type Acknowledgement, type PrintBackendContext } fr
 import { printBackendFor } from '../../../connectors/print-backends/registry.js';
 import { AppError } from '../../../errors/app-error.js';
 import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
-import { transitionJob, type JobStage, type PrintJobRow } from '../jobs/store/job-store.js';
-import { printLog } from '../jobs/print-log.js';
+import type { JobStage, PrintJobRow } from '../jobs/store/job-row.js';
+import { printLog, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../../queue/jobs.js';
 import type { Database, Sql } from '../../../storage/driver/database.js';
+import { flowSteps } from '../flows/flow-store.js';
 import { runFlow } from '../flows/run-flow.js';
-import { OutcomeBatcher } from './outcome-batcher.js';
+import { recordDeviceError } from '../printers/printer-store.js';
+import { OutcomeBatcher, type OutcomeBatching } from './outcome-batcher.js';
 import { pageInfo } from '../documents/page-info.js';
-import { claimNext, flowSteps, hasReadyWork, lockInFlight, lockPrinterDispatch, recordDevice, recoverInFlight, relaxCommit, setStages, type DeliveryPrinter, type NextStep } from './dispatch-store.js';
+import { claimNext, recoverInFlight, type NextStep } from './claim.js';
+import { hasReadyWork, lockInFlight, lockPrinterDispatch, relaxCommit } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -26,6 +29,8 @@ export interface DispatcherDeps {
   workDir: string;
   retry: { baseMs: number; maxMs: number };
   backend: Omit<PrintBackendContext, 'log'>;
+  /** How the outcome statements of this process are gathered (OutcomeBatcher). */
+  outcomes: OutcomeBatching;
   /** Wakes a printer's dispatch again after a run ended (the tail check); the queue in production. */
   wake(printer: string): Promise<unknown>;
   /**
@@ -48,7 +53,7 @@ const TAIL_CHECK_MS = 250;
  * job in flight at a time (DESIGN.md section 7). One BullMQ job per printer
  * (its id is derived from the name), so thousands of printers share one
  * queue and a handful of workers; each run takes the next job under the
- * printer's row lock, runs its flow, hands it to the backend and records the
+ * printer's dispatch lock, runs its flow, hands it to the backend and records the
  * outcome, until the queue is empty, held (paused, disabled, redirected) or
  * the printer is unreachable (then the run is delayed until the head job is
  * due: `RunAgainError`).
@@ -68,7 +73,7 @@ export class Dispatcher {
   private readonly tailChecks = new Set<NodeJS.Timeout>();
 
   constructor(private readonly deps: DispatcherDeps) {
-    this.outcomes = new OutcomeBatcher(deps.db);
+    this.outcomes = new OutcomeBatcher(deps.db, deps.outcomes);
     deps.stopped?.addEventListener('abort', () => {
       for (const timer of this.tailChecks) clearTimeout(timer);
       this.tailChecks.clear();
@@ -240,6 +245,12 @@ export class Dispatcher {
     return next;
   }
 
+  /** The device error on the printer (its runtime shows it until a delivery succeeds) and in its log. */
+  private async deviceError(tx: Sql, printer: string, message: string): Promise<void> {
+    await recordDeviceError(tx, printer, message);
+    await printLog(tx, { printer, level: 'warning', text: message });
+  }
+
   /** Whether this outcome also writes the printer's `last_printed` (at most once a second per printer, or to clear an error). */
   private touchesPrinter(printer: DeliveryPrinter): boolean {
     return printer.error !== null || Date.now() - (this.lastPrintedWritten.get(printer.name) ?? 0) >= 1000;
@@ -261,7 +272,7 @@ export class Dispatcher {
           log: `postponed, nothing delivered: ${failure.message}; next try in ${Math.round(delay / 1000)} s`,
           dispatch: { handoff: 'clear', retryInMs: delay },
         });
-        await recordDevice(tx, job.printer, { error: failure.message });
+        await this.deviceError(tx, job.printer, failure.message);
         return delay;
       }
       case 'duplicate':
@@ -269,11 +280,11 @@ export class Dispatcher {
         return undefined;
       case 'uncertain':
         await transitionJob(tx, now, 'error', { message: `delivery uncertain: ${failure.message}`, log: `delivery uncertain: ${failure.message}; not sent again, repeat the job to print it`, dispatch: { handoff: 'clear' } });
-        await recordDevice(tx, job.printer, { error: failure.message });
+        await this.deviceError(tx, job.printer, failure.message);
         return undefined;
       case 'refused':
         await transitionJob(tx, now, 'error', { message: failure.message, log: `refused: ${failure.message}`, dispatch: { handoff: 'clear' } });
-        await recordDevice(tx, job.printer, { error: failure.message });
+        await this.deviceError(tx, job.printer, failure.message);
         return undefined;
     }
   }

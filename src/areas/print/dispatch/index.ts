@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { printBackendTimeouts } from '../../../connectors/print-backends/print-backend.js';
 import type { PendingJob } from '../../area.js';
 import { transitionJob } from '../jobs/store/job-store.js';
 import type { JobHandlers } from '../../../queue/jobs.js';
@@ -16,7 +17,8 @@ export function dispatchHandlers(s: Services, stopped?: AbortSignal): JobHandler
     db: s.db, blobs: s.blobs, outbox: s.outbox, log: s.log.child({ component: 'print-dispatch' }),
     workDir: path.join(s.config.dataDir, 'print-work'),
     retry: { baseMs: c.retryBaseMs, maxMs: c.retryMaxMs },
-    backend: { timeouts: { connectMs: c.connectTimeoutMs, idleMs: c.idleTimeoutMs } },
+    backend: { timeouts: printBackendTimeouts(c) },
+    outcomes: c.outcomes,
     wake: (printer) => s.queue.enqueue('print.dispatch', { printer }),
     stopped,
   });

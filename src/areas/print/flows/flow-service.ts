@@ -14,7 +14,7 @@ const notFound = (name: string) => new AppError('FLOW_NOT_FOUND', `no flow named
  * and `delete` (admin by default).
  */
 export class FlowService {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: Pick<Services, 'db' | 'policy'>) {}
 
   list(p: Principal): Promise<FlowRow[]> {
     this.s.policy.require(p, 'flows', 'read', SHARED);
@@ -40,9 +40,8 @@ export class FlowService {
   async remove(p: Principal, name: string): Promise<FlowRow> {
     this.s.policy.require(p, 'flows', 'delete', SHARED);
     return this.s.db.transaction(async (tx) => {
-      const row = await getFlow(tx, name);
+      const row = await getFlow(tx, name, true);
       if (!row) throw notFound(name);
-      await tx.query('SELECT 1 FROM print_flows WHERE name = $1 FOR UPDATE', [name]);
       const users = await flowUsers(tx, name);
       if (users.printers.length > 0 || users.jobs > 0) {
         throw new AppError('FLOW_IN_USE', users.printers.length > 0 ? `printers use flow "${name}": ${users.printers.join(', ')}` : `${users.jobs} job(s) still have to run flow "${name}"`, users);

@@ -1,6 +1,8 @@
 import type { FlowDefinition } from './validate-flow.js';
 import type { Sql } from '../../../storage/driver/database.js';
 
+/** The flows' store: the only module that inserts, updates or deletes rows of print_flows. */
+
 export interface FlowRow {
   name: string;
   type: 'standard' | 'custom';
@@ -15,8 +17,19 @@ export async function listFlows(sql: Sql): Promise<FlowRow[]> {
   return (await sql.query<FlowRow>('SELECT * FROM print_flows ORDER BY name')).rows;
 }
 
-export async function getFlow(sql: Sql, name: string): Promise<FlowRow | undefined> {
-  return (await sql.query<FlowRow>('SELECT * FROM print_flows WHERE name = $1', [name])).rows[0];
+/** The flow named `name`; with `lock`, its row locked for a change (a delete) in the caller's transaction. */
+export async function getFlow(sql: Sql, name: string, lock = false): Promise<FlowRow | undefined> {
+  return (await sql.query<FlowRow>(`SELECT * FROM print_flows WHERE name = $1${lock ? ' FOR UPDATE' : ''}`, [name])).rows[0];
+}
+
+export async function flowExists(sql: Sql, name: string): Promise<boolean> {
+  return (await sql.query('SELECT 1 FROM print_flows WHERE name = $1', [name])).rows.length > 0;
+}
+
+/** The steps of the flow named `name` (what the engine runs in preprocessing); undefined when it is gone. */
+export async function flowSteps(sql: Sql, name: string): Promise<unknown[] | undefined> {
+  const { rows } = await sql.query<{ steps: unknown[] }>('SELECT steps FROM print_flows WHERE name = $1', [name]);
+  return rows[0]?.steps;
 }
 
 /** Inserts; undefined when the name is taken. */

@@ -2,13 +2,12 @@ import Router from '@koa/router';
 import { body, param, principal } from '../../../api/context.js';
 import { jsonBody } from '../../../api/middleware/json-body.js';
 import type { Services } from '../../../runtime/services.js';
-import { FlowService } from './flow-service.js';
 import { presentFlow } from './present.js';
 
 /** Flows (print API 11.2.0 `/v3/flows/...`). The body is checked by `validateFlow` in the service. */
 export function flowRoutes(s: Services): Router {
   const router = new Router();
-  const flows = new FlowService(s);
+  const flows = s.printFlows;
   const json = jsonBody(s.config.server.jsonLimit);
 
   router.get(['/flows', '/flows/'], async (ctx) => {

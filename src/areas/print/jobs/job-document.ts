@@ -4,7 +4,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { BlobStore } from '../../../blobs/blob-store.js';
 import type { Sql } from '../../../storage/driver/database.js';
-import { inlineDocument, type PrintJobRow } from './store/job-store.js';
+import { inlineDocument } from './store/job-reads.js';
+import type { PrintJobRow } from './store/job-row.js';
 
 /**
  * Where a print job's submitted document lives. Up to `INLINE_DOCUMENT_MAX`

@@ -1,7 +1,8 @@
 import type { AppConfig } from '../../../config/schema.js';
 import { isFinalJobState } from './job-states.js';
-import { LISTING_MARK, type PrintJobRow } from './store/job-store.js';
-import type { PrintLogRow } from './print-log.js';
+import type { PrintLogRow } from './store/job-reads.js';
+import type { PrintJobRow } from './store/job-row.js';
+import { LISTING_MARK } from './store/listing.js';
 
 /** Dates as ISO text. */
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
@@ -62,7 +63,7 @@ export function selectFields<T extends Record<string, unknown>>(obj: T, select: 
 }
 
 /**
- * The job listing's body from the page `listJobs` returns (jobs/store/job-store.ts),
+ * The job listing's body from the page `listJobs` returns (jobs/store/listing.ts),
  * byte for byte what `JSON.stringify` of `presentJob` (through `selectFields`)
  * gives: PostgreSQL built the JSON text of every field but the jsonb ones
  * (checkin, task, stages) and the timestamps, whose text comes between

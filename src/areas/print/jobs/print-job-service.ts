@@ -9,9 +9,11 @@ import { logText, presentJob } from './present.js';
 import type { Sql } from '../../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { JOB_OPERATION_RULES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
-import { deleteJob, getJob, inlineDocument, listJobs, parseJobId, setKeepTempfiles, transitionJob, type PrintJobRow } from './store/job-store.js';
+import { getJob, inlineDocument, jobLog, type PrintLogRow } from './store/job-reads.js';
+import { parseJobId, type PrintJobRow } from './store/job-row.js';
+import { deleteJob, setKeepTempfiles, transitionJob } from './store/job-store.js';
+import { listJobs } from './store/listing.js';
 import { jobDocumentSource } from './job-document.js';
-import { jobLog, type PrintLogRow } from './print-log.js';
 import { submitPrintJob, type SubmitInput } from './submit-print-job.js';
 
 /**
@@ -20,7 +22,7 @@ import { submitPrintJob, type SubmitInput } from './submit-print-job.js';
  * state changes through the table in job-states.ts under a row lock. No HTTP.
  */
 export class PrintJobService {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: Pick<Services, 'config' | 'db' | 'blobs' | 'outbox' | 'policy'>) {}
 
   private get maxBytes(): number {
     return this.s.config.print.maxDocumentBytes || this.s.config.server.maxUploadBytes;
@@ -130,6 +132,7 @@ export class PrintJobService {
   async submit(p: Principal, input: Omit<SubmitInput, 'creator'>, owner?: string): Promise<PrintJobRow> {
     this.s.policy.require(p, 'jobs', 'write');
     const o = this.s.policy.ownerFor(p, 'jobs', owner);
-    return submitPrintJob({ db: this.s.db, blobs: this.s.blobs, outbox: this.s.outbox, maxBytes: this.maxBytes }, { ...input, creator: p.user, owner: o });
+    return submitPrintJob({ db: this.s.db, blobs: this.s.blobs, outbox: this.s.outbox, maxBytes: this.maxBytes, batch: this.s.config.print.submissions },
+      { ...input, creator: p.user, owner: o });
   }
 }

@@ -8,14 +8,13 @@ import { fieldMetadata, parseODataQuery } from '../../../query/odata.js';
 import type { Services } from '../../../runtime/services.js';
 import { JOB_FIELDS } from './job-fields.js';
 import type { JobOperation } from './job-states.js';
-import { PrintJobService } from './print-job-service.js';
 import { jobListWriter, logText, presentJob, presentLog } from './present.js';
 import { moveSchema, submitQuerySchema, tempfilesSchema } from './schema.js';
 
 /** Print jobs (print API 11.2.0 `/v3/jobs/...`, DESIGN.md section 7). */
 export function printJobRoutes(s: Services): Router {
   const router = new Router();
-  const jobs = new PrintJobService(s);
+  const jobs = s.printJobs;
   const json = jsonBody(s.config.server.jsonLimit);
   const retention = s.config.print.retention;
   const present = (row: Parameters<typeof presentJob>[0]) => presentJob(row, retention);

@@ -1,11 +1,5 @@
 import { z } from 'zod';
-
-/** Printer names: any Unicode except control characters, 1-200 characters. */
-export const printerName = z.string().min(1).max(200)
-  // eslint-disable-next-line no-control-regex -- control characters are what a name must not hold
-  .refine((n) => !/[\u0000-\u001f\u007f]/.test(n), 'a printer name holds no control characters')
-  // URLs resolve '.' and '..' segments (also as %2E), so such a name could never be addressed in a path
-  .refine((n) => n !== '.' && n !== '..', 'a printer name is not "." or ".."');
+import { printerName } from '../printers/schema.js';
 
 export const moveSchema = z.strictObject({ printer: printerName });
 export const tempfilesSchema = z.strictObject({ keep: z.boolean() });

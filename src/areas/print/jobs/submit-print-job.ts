@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { BlobStore } from '../../../blobs/blob-store.js';
+import type { AppConfig } from '../../../config/schema.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import { jobIdFor } from '../../../queue/jobs.js';
@@ -8,8 +9,9 @@ import { MicroBatcher } from '../../../storage/micro-batcher.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
 import { INLINE_DOCUMENT_MAX, readSubmittedDocument, type SubmittedDocument } from './job-document.js';
 import { initialJobState } from './job-states.js';
-import { insertJob, insertJobsStatement, insertJobStatement, submitTarget, submitTargets, type JobToInsert, type PrintJobRow, type SubmitTarget } from './store/job-store.js';
-import { printLog } from './print-log.js';
+import type { PrintJobRow } from './store/job-row.js';
+import { insertJob, insertSubmittedJob, insertSubmittedJobs, printLog, type JobToInsert } from './store/job-store.js';
+import { submitTarget, submitTargets, type SubmitTarget } from './store/submission.js';
 
 export interface SubmitDeps {
   db: Database;
@@ -17,6 +19,8 @@ export interface SubmitDeps {
   outbox: Outbox;
   /** Largest document (bytes); 0 = unlimited. */
   maxBytes: number;
+  /** How far concurrent submissions share statements (config `print.submissions`). */
+  batch: AppConfig['print']['submissions'];
 }
 
 export interface SubmitInput {
@@ -42,7 +46,7 @@ export interface SubmitInput {
  * `createTestJob`, the print connector). Outside a caller's transaction it
  * first reads up to INLINE_DOCUMENT_MAX bytes: a document that small goes
  * with the printer and flow lookup into one statement shared with concurrent
- * submissions (`insertJobsStatement`), which inserts it when the printer is
+ * submissions (`insertSubmittedJobs`), which inserts it when the printer is
  * its own chain's end and the flow exists. Otherwise (in `tx`, a larger
  * document, a redirected or unknown printer, an unknown flow) it checks the
  * printer and the flow (404; in `tx` before a byte is read), reads a small
@@ -107,8 +111,7 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
   // printer is still there and its redirect chain still ends where it did before the document streamed in;
   // outside a caller's transaction, one statement with the submissions that come at the same time
   const row = tx
-    ? (await deps.outbox.addWith<'print.dispatch', PrintJobRow>(
-      tx, insertJobStatement(input.printer, seen.target, job, logLine(seen.target), document), 'print.dispatch', { printer: seen.target }))[0]
+    ? await insertSubmittedJob(deps.outbox, tx, input.printer, seen.target, job, logLine(seen.target), document)
     : await batchesOf(deps).inserts.run({
       sentTo: input.printer, target: seen.target, ownFlow: false, flow: job.flow, checkFlow: false, job: fields(blob), logStart: logStart(blob.size), document,
       wakeJobId: jobIdFor('print.dispatch', { printer: seen.target }),
@@ -126,46 +129,41 @@ export async function submitPrintJob(deps: SubmitDeps, input: SubmitInput, tx?: 
   return tx ? run(tx) : deps.db.transaction(run);
 }
 
-/** Several submissions as one statement (`insertJobsStatement`), answers in their order; undefined: not inserted. */
-export async function insertMany(outbox: Outbox, sql: Sql, items: readonly JobToInsert[]): Promise<(PrintJobRow | undefined)[]> {
-  const rows = await outbox.addEachWith<'print.dispatch', PrintJobRow & { k: number | string }>(
-    sql, insertJobsStatement(items), 'print.dispatch', items.map((it) => ({ printer: it.target })));
-  const out: (PrintJobRow | undefined)[] = items.map(() => undefined);
-  for (const { k, ...row } of rows) out[Number(k) - 1] = row as PrintJobRow;
-  return out;
-}
-
 /**
- * The submissions of one process (per database and outbox) gathered into
- * shared statements (`MicroBatcher`s, one statement of a kind in flight:
- * larger batches, less CPU per job than two): while one runs, the
- * submissions that come in wait and go together as the next. `targets`: the
- * printer lookups before the documents are read (`submitTargets`);
- * `inserts`: the jobs (`insertJobsStatement`: one round trip, one executor
- * start and one synchronous commit for all of them, one wake-up per
- * printer). A lone submission goes as its own statement at the end of the
- * event loop's turn (`gatherTurn`: with the submissions that turn's I/O
- * started; the answers of one statement start the clients' next ones). Each
- * submission's answer (its 201) still comes only after the statement that
- * stored it committed.
+ * The submissions of one process (per database, outbox and batch settings)
+ * gathered into shared statements (`MicroBatcher`s; by default one statement
+ * of a kind in flight: larger batches, less CPU per job than two): while one
+ * runs, the submissions that come in wait and go together as the next.
+ * `targets`: the printer lookups before the documents are read
+ * (`submitTargets`); `inserts`: the jobs (`insertSubmittedJobs`: one round
+ * trip, one executor start and one synchronous commit for all of them, one
+ * wake-up per printer). A lone submission goes as its own statement at the
+ * end of the event loop's turn (`gatherTurn`: with the submissions that
+ * turn's I/O started; the answers of one statement start the clients' next
+ * ones). Each submission's answer (its 201) still comes only after the
+ * statement that stored it committed.
  */
 interface Batches {
   targets: MicroBatcher<{ printer: string; flow: string | null | undefined }, SubmitTarget | undefined>;
   inserts: MicroBatcher<JobToInsert, PrintJobRow | undefined>;
 }
-const batches = new WeakMap<Outbox, WeakMap<Sql, Batches>>();
+const batches = new WeakMap<Outbox, WeakMap<Sql, Map<string, Batches>>>();
 function batchesOf(deps: SubmitDeps): Batches {
   let byDb = batches.get(deps.outbox);
   if (!byDb) batches.set(deps.outbox, (byDb = new WeakMap()));
-  let b = byDb.get(deps.db);
+  let bySettings = byDb.get(deps.db);
+  if (!bySettings) byDb.set(deps.db, (bySettings = new Map()));
+  const { maxInFlight, maxBatch } = deps.batch;
+  const key = `${maxInFlight}/${maxBatch}`;
+  let b = bySettings.get(key);
   if (!b) {
     const { outbox, db } = deps;
     b = {
-      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, 1, 64, { gatherTurn: true }),
-      // a lone submission too goes as insertJobsStatement (it also does the lookup)
-      inserts: new MicroBatcher({ many: (items) => insertMany(outbox, db, items) }, 1, 64, { gatherTurn: true }),
+      targets: new MicroBatcher({ one: (a) => submitTarget(db, a.printer, a.flow), many: (asked) => submitTargets(db, asked) }, maxInFlight, maxBatch, { gatherTurn: true }),
+      // a lone submission too goes as insertSubmittedJobs (it also does the lookup)
+      inserts: new MicroBatcher({ many: (items) => insertSubmittedJobs(outbox, db, items) }, maxInFlight, maxBatch, { gatherTurn: true }),
     };
-    byDb.set(db, b);
+    bySettings.set(key, b);
   }
   return b;
 }

@@ -1,14 +1,17 @@
 import type { Principal } from '../../../auth/principal.js';
 import { SHARED } from '../../../auth/policy.js';
+import { printBackendTimeouts, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../../connectors/print-backends/registry.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { ODataQuery } from '../../../query/odata.js';
 import type { Services } from '../../../runtime/services.js';
 import type { Sql } from '../../../storage/driver/database.js';
-import { printLog, printerLog, type PrintLogRow } from '../jobs/print-log.js';
+import { flowExists } from '../flows/flow-store.js';
+import { printerLog, type PrintLogRow } from '../jobs/store/job-reads.js';
+import { moveWaitingJobs, printLog } from '../jobs/store/job-store.js';
 import { PRINTER_OPERATION_RULES, printerOperationAllowed, printerState, redirectRefusal, type PrinterOperation } from './printer-states.js';
 import {
-  deletePrinter, getPrinter, getPrinterWithRuntime, insertPrinter, listPrinters, moveWaitingJobs, printerUsers, redirectMap,
+  deletePrinter, getPrinter, getPrinterWithRuntime, insertPrinter, listPrinters, lockRedirects, printerUsers, redirectMap,
   replacePrinter, resolveRedirect, updatePrinter, type PrinterConfig, type PrinterWithRuntime,
 } from './printer-store.js';
 
@@ -20,7 +23,12 @@ const notFound = (name: string) => new AppError('PRINTER_NOT_FOUND', `no printer
  * device check/test job `act`, configuration changes `write`, deletion `delete`.
  */
 export class PrinterService {
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: Pick<Services, 'config' | 'db' | 'log' | 'outbox' | 'policy'>) {}
+
+  /** What a backend is built with: the log and the network timeouts dispatch uses (`printDispatch`). */
+  private get backend(): PrintBackendContext {
+    return { log: this.s.log, timeouts: printBackendTimeouts(this.s.config.printDispatch) };
+  }
 
   list(p: Principal, q: ODataQuery) {
     this.s.policy.require(p, 'printers', 'read');
@@ -36,11 +44,8 @@ export class PrinterService {
 
   /** Validates the connection with the backend registry (400) and the flow (400) before anything is stored. */
   private async checkConfig(sql: Sql, c: PrinterConfig): Promise<void> {
-    printBackendFor(c.connection, { log: this.s.log });
-    if (c.flow) {
-      const { rows } = await sql.query('SELECT 1 FROM print_flows WHERE name = $1', [c.flow]);
-      if (rows.length === 0) throw new AppError('INVALID_FLOW', `no flow named "${c.flow}"`, { flow: c.flow });
-    }
+    printBackendFor(c.connection, this.backend);
+    if (c.flow && !(await flowExists(sql, c.flow))) throw new AppError('INVALID_FLOW', `no flow named "${c.flow}"`, { flow: c.flow });
   }
 
   async create(p: Principal, name: string, c: PrinterConfig): Promise<PrinterWithRuntime> {
@@ -109,7 +114,7 @@ export class PrinterService {
   async redirect(p: Principal, name: string, target: string | null): Promise<PrinterWithRuntime> {
     this.s.policy.require(p, 'printers', 'act', SHARED);
     return this.s.db.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('print.redirects'))`);
+      await lockRedirects(tx);
       const row = await getPrinter(tx, name, 'update');
       if (!row) throw notFound(name);
       if (target === null) {
@@ -145,7 +150,7 @@ export class PrinterService {
     this.s.policy.require(p, 'printers', 'act', SHARED);
     const row = await getPrinter(this.s.db, name);
     if (!row) throw notFound(name);
-    const backend = printBackendFor(row.connection, { log: this.s.log });
+    const backend = printBackendFor(row.connection, this.backend);
     const state = await backend.checkPhysical(AbortSignal.timeout(15_000));
     const physical = { reachable: state.reachable, message: state.message, checked: state.checked.toISOString(), connection: backend.connection, ...(state.details ? { details: state.details } : {}) };
     return this.s.db.transaction(async (tx) => {

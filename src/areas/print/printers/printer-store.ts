@@ -23,6 +23,12 @@ export interface PrinterRow {
   updated: Date;
 }
 
+/**
+ * The printers' store: the only module that inserts, updates or deletes
+ * rows of `printers`. The jobs store's outcome statements carry one of its
+ * writes (`printedCte`) so that it costs no round trip of its own.
+ */
+
 export async function getPrinter(sql: Sql, name: string, lock: 'share' | 'update' | false = false): Promise<PrinterRow | undefined> {
   const suffix = lock === 'share' ? ' FOR SHARE' : lock === 'update' ? ' FOR UPDATE' : '';
   const { rows } = await sql.query<PrinterRow>(`SELECT * FROM printers WHERE name = $1${suffix}`, [name]);
@@ -141,19 +147,37 @@ export async function updatePrinter(sql: Sql, name: string, set: { paused?: bool
 }
 
 /**
- * A redirect takes the printer's waiting jobs along (DESIGN.md section 7): each
- * goes to the back of the target's queue, remembers where it was sent, and
- * its log says so. Returns how many moved.
+ * Serialises redirect changes (an advisory lock for the transaction), so that
+ * two concurrent ones cannot close a loop together.
  */
-export async function moveWaitingJobs(sql: Sql, from: string, to: string, by: string): Promise<number> {
-  const { rows } = await sql.query<{ id: string }>(
-    `UPDATE print_jobs SET printer = $2, redirected_from = COALESCE(redirected_from, printer), seq = nextval('print_jobs_seq'), updated = now()
-     WHERE id IN (SELECT id FROM print_jobs WHERE printer = $1 AND status IN ('waitpreprocessing', 'waitprocessing', 'postponed') ORDER BY priority DESC, seq FOR UPDATE)
-     RETURNING id`, [from, to]);
-  if (rows.length > 0) {
-    await sql.query(
-      `INSERT INTO print_logs (job_id, printer, level, text) SELECT unnest($1::bigint[]), $2, 'info', $3`,
-      [rows.map((r) => r.id), to, `redirected from "${from}" to "${to}" by ${by}`]);
-  }
-  return rows.length;
+export async function lockRedirects(tx: Sql): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('print.redirects'))`);
 }
+
+/** The device error the dispatch engine saw on the printer (cleared by its next delivery, `printedCte`). */
+export async function recordDeviceError(tx: Sql, printer: string, message: string): Promise<void> {
+  await tx.query(`UPDATE printers SET error = jsonb_build_object('message', $2::text, 'at', now()) WHERE name = $1`, [printer, message.slice(0, 1000)]);
+}
+
+/** Whether a delivery writes the printer's row: at most once a second, unless there is a device error to clear. */
+const PRINTED_DUE = `(last_printed IS NULL OR last_printed < now() - interval '1 second' OR error IS NOT NULL)`;
+
+/**
+ * A delivery's write to its printer, as the CTE `d` of the jobs store's
+ * outcome statements (statements/delivered-and-next*.sql): `last_printed`
+ * now and the device error cleared, throttled by PRINTED_DUE (a busy
+ * printer's row is not rewritten for every job). Carried in the outcome's
+ * statement, it commits with the outcome and costs no round trip.
+ * `where`: the one printer and when to write it; `namesIn`: a query of the
+ * printers' names, whose rows are locked in name order first.
+ */
+export const printedCte = (which: { where: string } | { namesIn: string }): string => ('where' in which
+  ? `d AS (UPDATE printers SET last_printed = now(), error = NULL
+  WHERE ${which.where}
+    AND ${PRINTED_DUE})`
+  : `d AS (UPDATE printers SET last_printed = now(), error = NULL
+  WHERE name IN (SELECT name FROM printers WHERE name IN (${which.namesIn})
+      AND ${PRINTED_DUE}
+      -- in name order, as a batch of submissions share-locks them (submit-jobs.sql): no cycle of waits
+      ORDER BY name FOR NO KEY UPDATE)
+    AND ${PRINTED_DUE})`);

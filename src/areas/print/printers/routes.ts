@@ -8,9 +8,7 @@ import { AppError } from '../../../errors/app-error.js';
 import { fieldMetadata, parseODataQuery } from '../../../query/odata.js';
 import type { Services } from '../../../runtime/services.js';
 import { presentJob, presentLog, selectFields } from '../jobs/present.js';
-import { PrintJobService } from '../jobs/print-job-service.js';
 import { PRINTER_FIELDS } from './printer-fields.js';
-import { PrinterService } from './printer-service.js';
 import { presentPrinter, presentRuntime } from './present.js';
 import { messageSchema, printerSchema, redirectSchema, replaceSchema } from './schema.js';
 import { testPagePdf } from '../documents/test-page.js';
@@ -21,8 +19,7 @@ const nameParam = (ctx: Context) => param(ctx, 'printerName');
 /** Printers (print API 11.2.0 `/v3/printers/...`, DESIGN.md section 7). */
 export function printerRoutes(s: Services): Router {
   const router = new Router();
-  const printers = new PrinterService(s);
-  const jobs = new PrintJobService(s);
+  const { printers, printJobs: jobs } = s;
   const json = jsonBody(s.config.server.jsonLimit);
   const optionalJson = jsonBody(s.config.server.jsonLimit, { optional: true });
 

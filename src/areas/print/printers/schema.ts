@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { printerName } from '../jobs/schema.js';
+
+/** Printer names: any Unicode except control characters, 1-200 characters. */
+export const printerName = z.string().min(1).max(200)
+  // eslint-disable-next-line no-control-regex -- control characters are what a name must not hold
+  .refine((n) => !/[\u0000-\u001f\u007f]/.test(n), 'a printer name holds no control characters')
+  // URLs resolve '.' and '..' segments (also as %2E), so such a name could never be addressed in a path
+  .refine((n) => n !== '.' && n !== '..', 'a printer name is not "." or ".."');
 
 const text = (max: number) => z.string().max(max).nullable().optional();
 

@@ -6,8 +6,8 @@ import { validate } from '../../../api/validate.js';
 import { AppError } from '../../../errors/app-error.js';
 import { parseDate } from '../../../query/values.js';
 import type { Services } from '../../../runtime/services.js';
-import { printerName } from '../jobs/schema.js';
-import { jobCount, jobSeries, printerCount, type JobScope } from './statistics-store.js';
+import { printerName } from '../printers/schema.js';
+import type { Period } from './statistics-service.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -24,7 +24,7 @@ const periodSchema = z.strictObject({
 });
 
 /** The period of a statistics query: `to` defaults to now, `from` to one default span before it. */
-function period(ctx: Context, allowInterval: boolean): JobScope & { interval: 'hour' | 'day' } {
+function period(ctx: Context, allowInterval: boolean): Period {
   const q = validate(periodSchema, singleQuery(ctx), 'query');
   if (!allowInterval && q.interval) throw new AppError('INVALID_QUERY', 'interval belongs to job-series');
   const interval = q.interval ?? 'hour';
@@ -42,26 +42,23 @@ export function statisticsRoutes(s: Services): Router {
   const router = new Router();
 
   router.get('/statistics/job-count', async (ctx) => {
-    s.policy.require(principal(ctx), 'statistics', 'read');
-    const p = period(ctx, false);
-    ctx.body = { from: p.from, to: p.to, printer: p.printer ?? null, ...(await jobCount(s.db, p)) };
+    const { scope: p, total, byStatus } = await s.printStatistics.jobCount(principal(ctx), () => period(ctx, false));
+    ctx.body = { from: p.from, to: p.to, printer: p.printer ?? null, total, byStatus };
   });
 
   router.get('/statistics/job-series', async (ctx) => {
-    s.policy.require(principal(ctx), 'statistics', 'read');
-    const p = period(ctx, true);
-    const series = await jobSeries(s.db, p, p.interval);
+    const { scope: p, series } = await s.printStatistics.jobSeries(principal(ctx), () => period(ctx, true));
     ctx.body = { interval: p.interval, from: p.from, to: p.to, printer: p.printer ?? null, series: series.map((b) => ({ time: new Date(b.time).toISOString(), count: b.count, pages: b.pages })) };
   });
 
   router.get('/statistics/printer-count', async (ctx) => {
-    s.policy.require(principal(ctx), 'statistics', 'read');
-    if (ctx.querystring !== '') throw new AppError('INVALID_QUERY', 'printer-count takes no parameters');
-    ctx.body = await printerCount(s.db);
+    ctx.body = await s.printStatistics.printerCount(principal(ctx), () => {
+      if (ctx.querystring !== '') throw new AppError('INVALID_QUERY', 'printer-count takes no parameters');
+    });
   });
 
   router.get('/statistics/metadata', (ctx) => {
-    s.policy.require(principal(ctx), 'statistics', 'read');
+    s.printStatistics.authorize(principal(ctx));
     const periodParams = [
       { name: 'from', type: 'date', description: 'start of the period (inclusive); default: to minus 24 hours (hour) or 30 days (day)' },
       { name: 'to', type: 'date', description: 'end of the period (exclusive); default: now' },

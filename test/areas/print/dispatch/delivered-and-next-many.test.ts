@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { PrintJobRow } from '../../../../src/areas/print/jobs/store/job-store.js';
+import type { PrintJobRow } from '../../../../src/areas/print/jobs/store/job-row.js';
+import { deliveredAndNextMany } from '../../../../src/areas/print/jobs/store/job-store.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
-import { claimNext, deliveredAndNextMany, type NextStep } from '../../../../src/areas/print/dispatch/dispatch-store.js';
+import { claimNext, type NextStep } from '../../../../src/areas/print/dispatch/claim.js';
 import { OutcomeBatcher } from '../../../../src/areas/print/dispatch/outcome-batcher.js';
 import type { Database } from '../../../../src/storage/driver/database.js';
 import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
@@ -95,7 +96,7 @@ for (const [driver, open] of bothDrivers()) {
     it('OutcomeBatcher: requests that come together share statements, one per printer each, and every job is delivered once', async () => {
       const names = ['a', 'b', 'c'];
       for (const name of names) await addJobs(t.db, name, [50, 50, 50, 50, 50]);
-      const batcher = new OutcomeBatcher(t.db, 1);
+      const batcher = new OutcomeBatcher(t.db, { maxInFlight: 1, maxBatch: 64 });
       const seen: string[] = [];
       await Promise.all(names.map(async (name) => {
         let job: PrintJobRow | undefined = await claim(t.db, name);
@@ -113,7 +114,7 @@ for (const [driver, open] of bothDrivers()) {
 
     it('its generic plan reads the outcome\'s jobs through an index, even when planned on a small table', async () => {
       // a generic plan made while print_jobs was small is kept until the next ANALYZE: a sequential
-      // scan in it read the whole table at every outcome once the table had grown (docs/benchmarks.md, stop 18);
+      // scan in it read the whole table at every outcome once the table had grown (docs/benchmarks.md#print-dispatch);
       // the outcome's jobs are read by primary key, never through the status indexes (docs/architecture.md)
       await addJobs(t.db, 'a', [10, 10]);
       await addJobs(t.db, 'b', [10, 10]);

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
-import type { PrintJobRow } from '../../../../src/areas/print/jobs/store/job-store.js';
-import { jobLog } from '../../../../src/areas/print/jobs/print-log.js';
+import { jobLog } from '../../../../src/areas/print/jobs/store/job-reads.js';
+import type { PrintJobRow } from '../../../../src/areas/print/jobs/store/job-row.js';
 import { submitPrintJob } from '../../../../src/areas/print/jobs/submit-print-job.js';
 import { eventually, startTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../../../helpers/runtime.js';
 
@@ -41,7 +41,7 @@ export async function wake(rt: TestRuntime, printer: string): Promise<void> {
 
 export async function submit(rt: TestRuntime, printer: string, body: string | Buffer, opts: { priority?: number; flow?: string | null; name?: string; mimeType?: string } = {}): Promise<PrintJobRow> {
   const s = rt.services;
-  return submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0 }, {
+  return submitPrintJob({ db: s.db, blobs: s.blobs, outbox: s.outbox, maxBytes: 0, batch: s.config.print.submissions }, {
     printer, source: Readable.from([Buffer.from(body)]), mimeType: opts.mimeType ?? 'application/octet-stream',
     name: opts.name ?? 'doc', priority: opts.priority, flow: opts.flow, creator: 'tester',
   });

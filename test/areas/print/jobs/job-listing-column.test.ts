@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../../src/blobs/blob-store.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
 import { submitPrintJob } from '../../../../src/areas/print/jobs/submit-print-job.js';
-import { getJob, JOB_COLUMN_NAMES, LISTED_FIELD_NAMES, LISTING_COLUMN_FIELDS, listJobs } from '../../../../src/areas/print/jobs/store/job-store.js';
+import { getJob } from '../../../../src/areas/print/jobs/store/job-reads.js';
+import { JOB_COLUMN_NAMES } from '../../../../src/areas/print/jobs/store/job-row.js';
+import { LISTED_FIELD_NAMES, LISTING_COLUMN_FIELDS, listJobs } from '../../../../src/areas/print/jobs/store/listing.js';
 import { jobListWriter, presentJob, selectFields } from '../../../../src/areas/print/jobs/present.js';
 import { JOB_FIELDS } from '../../../../src/areas/print/jobs/job-fields.js';
 import { parseODataQuery } from '../../../../src/query/odata.js';
@@ -14,7 +16,7 @@ import { tempDir } from '../../../helpers/fs.js';
  * Migration 017's `listing` column: each job's listed JSON text, written by a
  * trigger with the row. A listing without `$select` reads it; these tests hold
  * it to presentJob and to the text the listing builds field by field (the
- * `$select` path, job-store.ts LISTED_FIELDS), after every kind of write.
+ * `$select` path, listing.ts LISTED_FIELDS), after every kind of write.
  */
 const DEFAULTS = { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 };
 const ALL_FIELDS = ['id', 'status', 'printer', 'user', 'owner', 'name', 'fileName', 'mimeType', 'size', 'copies', 'priority', 'pages', 'checkin', 'task',
@@ -29,7 +31,7 @@ describe.each(bothDrivers())('the listing column on %s', (_name, open) => {
     dir = await tempDir('wcr-listing-column-');
     const blobs = new BlobStore(dir);
     await blobs.init();
-    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000 };
+    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000, batch: { maxInFlight: 1, maxBatch: 64 } };
     await t.db.query(`INSERT INTO printers (name, connection) VALUES ('p ü''/1', 'file:///tmp/x'), ('p2', 'file:///tmp/y')`);
   });
   afterAll(async () => {

@@ -4,19 +4,30 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../../../src/blobs/blob-store.js';
 import { createOutbox } from '../../../../src/outbox/outbox.js';
-import { insertMany, submitPrintJob } from '../../../../src/areas/print/jobs/submit-print-job.js';
+import { submitPrintJob } from '../../../../src/areas/print/jobs/submit-print-job.js';
 import { jobIdFor } from '../../../../src/queue/jobs.js';
 import type { Database } from '../../../../src/storage/driver/database.js';
-import { jobLog } from '../../../../src/areas/print/jobs/print-log.js';
 import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
 import { tempDir } from '../../../helpers/fs.js';
-import { getJob, inlineDocument, listJobs, submitTarget, submitTargets } from '../../../../src/areas/print/jobs/store/job-store.js';
+import { getJob, inlineDocument, jobLog } from '../../../../src/areas/print/jobs/store/job-reads.js';
+import { insertSubmittedJobs } from '../../../../src/areas/print/jobs/store/job-store.js';
+import { listJobs } from '../../../../src/areas/print/jobs/store/listing.js';
+import { submitTarget, submitTargets } from '../../../../src/areas/print/jobs/store/submission.js';
 import { INLINE_DOCUMENT_MAX, openJobDocument } from '../../../../src/areas/print/jobs/job-document.js';
 import { jobListWriter, presentJob, selectFields } from '../../../../src/areas/print/jobs/present.js';
 import { JOB_FIELDS } from '../../../../src/areas/print/jobs/job-fields.js';
 import { parseODataQuery } from '../../../../src/query/odata.js';
 
 const textWriter = jobListWriter;
+
+/** `db` with the text of every `query` it sends pushed to `texts`. */
+const recording = (db: Database, texts: string[]): Database => new Proxy(db, {
+  get(target, prop) {
+    if (prop === 'query') return (text: string, params?: unknown[]) => (texts.push(text), target.query(text, params));
+    const v = Reflect.get(target, prop) as unknown;
+    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  },
+}) as Database;
 
 describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   let t: TestDatabase;
@@ -27,7 +38,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     dir = await tempDir('wcr-submit-');
     const blobs = new BlobStore(dir);
     await blobs.init();
-    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000 };
+    deps = { db: t.db, blobs, outbox: createOutbox(), maxBytes: 1000, batch: { maxInFlight: 1, maxBatch: 64 } };
     await t.db.query(`INSERT INTO printers (name, connection) VALUES ('p 1', 'file:///tmp/x'), ('p2', 'file:///tmp/y')`);
     await t.db.query(`INSERT INTO print_flows (name, steps) VALUES ('f', '[]')`);
   });
@@ -87,7 +98,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
   });
 
   it('lists jobs as JSON text byte for byte equal to the presented rows (queryArrays on this driver)', async () => {
-    // \u0001 is the mark around jsonb in the page PostgreSQL writes (src/areas/print/jobs/store/job-store.ts): in values it must come out escaped
+    // \u0001 is the mark around jsonb in the page PostgreSQL writes (src/areas/print/jobs/store/listing.ts): in values it must come out escaped
     const job = await submitPrintJob(deps, { printer: 'p2', source: Readable.from([Buffer.from('x')]), mimeType: 'text/plain', creator: 'bob', name: 'Ünïcode "q" \\ \n\u0001c' });
     await t.db.query(`UPDATE print_jobs SET status = 'processed', finished = now() - interval '1.5 seconds', retention_sec = 90, pages = 2,
       task = '{"sid":"s","tid":"t \\u0001s","item":"i"}', checkin = '{"type":"api","source":"ua/1.0 \\"x\\" \\u0001c"}',
@@ -192,13 +203,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     await t.db.query('DELETE FROM outbox');
     // the statements the submissions send, seen through a wrapper of the database
     const texts: string[] = [];
-    const db = new Proxy(t.db, {
-      get(target, prop) {
-        if (prop === 'query') return (text: string, params?: unknown[]) => (texts.push(text), target.query(text, params));
-        const v = Reflect.get(target, prop) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    }) as Database;
+    const db = recording(t.db, texts);
     const printers = ['b1', 'b2', 'b held', 'b via'];
     const n = 40;
     const jobs = await Promise.all(Array.from({ length: n }, (_, i) => submitPrintJob({ ...deps, db }, {
@@ -227,6 +232,18 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
     expect(rows.map((r) => r.data.printer)).toEqual(['b1', 'b2']);
   });
 
+  it('with print.submissions.maxBatch 1, concurrent submissions each have statements of their own', async () => {
+    await t.db.query(`INSERT INTO printers (name, connection) VALUES ('s1', 'file:///tmp/s1')`);
+    const texts: string[] = [];
+    const db = recording(t.db, texts);
+    const n = 6;
+    const jobs = await Promise.all(Array.from({ length: n }, (_, i) => submitPrintJob({ ...deps, db, batch: { maxInFlight: 1, maxBatch: 1 } }, {
+      printer: 's1', source: Readable.from([Buffer.from(`doc ${i}`)]), mimeType: 'text/plain', creator: 'single', name: `s${i}`,
+    })));
+    expect(new Set(jobs.map((j) => j.id)).size).toBe(n);
+    expect(texts.filter((x) => /INSERT INTO print_jobs/.test(x))).toHaveLength(n);
+  });
+
   it('looks up several printers in one statement as submitTarget does one by one', async () => {
     await t.db.query(`INSERT INTO printers (name, connection, flow) VALUES ('d1', 'file:///tmp/d1', 'f'), ('d2', 'file:///tmp/d2', 'gone')`);
     await t.db.query(`INSERT INTO printers (name, connection, redirect) VALUES ('d3', 'file:///tmp/d3', 'd1')`);
@@ -248,7 +265,7 @@ describe.each(bothDrivers())('submitPrintJob on %s', (_name, open) => {
         copies: 1, priority: 50, checkin: { type: 'api' }, task: null, retentionSec: null },
     });
     // c2 was looked up before its redirect: its chain ends at c3 now, not c2; an unknown printer and an unknown flow insert nothing
-    const [a, b, c, d, e, f] = await insertMany(deps.outbox, t.db, [item('c1', 'c1'), item('c2', 'c2'), item('c2', 'c3'),
+    const [a, b, c, d, e, f] = await insertSubmittedJobs(deps.outbox, t.db, [item('c1', 'c1'), item('c2', 'c2'), item('c2', 'c3'),
       item('c1', 'c1', { ownFlow: true, flow: null, checkFlow: true }), item('nope', 'nope'), item('c3', 'c3', { ownFlow: false, flow: 'gone', checkFlow: true })]);
     expect(a).toMatchObject({ printer: 'c1', redirected_from: null, flow: null, status: 'waitprocessing' });
     expect(b).toBeUndefined();

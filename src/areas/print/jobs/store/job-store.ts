@@ -1,66 +1,77 @@
 import { AppError } from '../../../../errors/app-error.js';
-import type { ODataQuery } from '../../../../query/odata.js';
-import { toSql } from '../../../../query/to-sql.js';
-import { JOB_FIELDS } from '../job-fields.js';
+import type { Outbox } from '../../../../outbox/outbox.js';
 import type { Sql } from '../../../../storage/driver/database.js';
-import type { FusedStatement } from '../../../../outbox/outbox.js';
-import { CHAIN_END, redirectChain } from '../../printers/printer-store.js';
-import { canJobMove, FINAL_JOB_STATES, isFinalJobState, type JobState } from '../job-states.js';
-import { LOG_TEXT_MAX, logText, printLog, type PrintLogLevel } from '../print-log.js';
+import { fillSql, sqlFile, sqlParts } from '../../../../storage/sql-file.js';
+import { CHAIN_END, printedCte, redirectChain, type PrinterRow } from '../../printers/printer-store.js';
+import { canJobMove, isFinalJobState, type JobState } from '../job-states.js';
+import { asBuffer, DISPATCH_LOCK_CLASS, JOB_COLUMNS, jobColumns, SQL_DELIVERABLE, SQL_WAITING, waitingHeads, type JobStage, type PrintJobRow } from './job-row.js';
+import type { PrintLogLevel } from './job-reads.js';
+import type { RetentionDefaults } from './listing.js';
 
-/** An intermediate file of a job (the flow's output, kept or dropped per tempfiles). */
-export interface JobStage {
-  stage: string;
-  sha256: string;
-  size: number;
-  mimeType: string;
-  created: string;
-}
+/**
+ * The print jobs' writer: the only module that inserts, updates or deletes
+ * rows of print_jobs, print_documents (a job's small document) and
+ * print_logs (the job and printer log), so that a change and its log line
+ * can go in one statement. The API's operations, the submissions, the
+ * printers' operations and the dispatch engine call it. Its combined
+ * statements are the files in statements/ (each opens with its parameters,
+ * the locks it takes in order and what it guarantees), read once here.
+ */
 
-/** A row of print_jobs (migration 009 documents each column). */
-export interface PrintJobRow {
-  id: string;
-  status: JobState;
+/** A log line as stored: at most LOG_TEXT_MAX characters. */
+export const LOG_TEXT_MAX = 4000;
+const clip = (text: string): string => text.slice(0, LOG_TEXT_MAX);
+
+const HAND_OFF_HEAD = sqlFile(new URL('./statements/includes/hand-off-head.sql', import.meta.url));
+/** includes/hand-off-head.sql, its rows read only once `after` holds. */
+const handOffHead = (after: string) => fillSql(HAND_OFF_HEAD, {
+  after, waiting_heads: waitingHeads('$1'), waiting: SQL_WAITING, deliverable: SQL_DELIVERABLE, job_columns_j: jobColumns('j'), log_text_max: String(LOG_TEXT_MAX),
+}, 'hand-off-head.sql');
+
+const INSERT_JOB = sqlFile(new URL('./statements/insert-job.sql', import.meta.url), { job_columns: JOB_COLUMNS });
+const SUBMIT_JOB = sqlParts(new URL('./statements/submit-job.sql', import.meta.url), ['with', 'text', 'also', 'jobIf'], {
+  redirect_chain: redirectChain('sent_to'), chain_end: CHAIN_END, job_columns: JOB_COLUMNS,
+});
+const SUBMIT_JOBS = sqlParts(new URL('./statements/submit-jobs.sql', import.meta.url), ['with', 'text', 'also', 'jobs', 'select'], {
+  job_columns: JOB_COLUMNS, log_text_max: String(LOG_TEXT_MAX),
+});
+const TRANSITION = sqlFile(new URL('./statements/transition.sql', import.meta.url), { job_columns: JOB_COLUMNS });
+const CLAIM_NEXT = sqlFile(new URL('./statements/claim-next.sql', import.meta.url), { hand_off_head: handOffHead('true') });
+const DELIVERED_AND_NEXT = sqlFile(new URL('./statements/delivered-and-next.sql', import.meta.url), {
+  dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
+  printed: printedCte({ where: 'name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)' }),
+  hand_off_head: handOffHead('(SELECT locked FROM lk)'),
+});
+const DELIVERED_AND_NEXT_MANY = sqlFile(new URL('./statements/delivered-and-next-many.sql', import.meta.url), {
+  dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
+  printed: printedCte({ namesIn: 'SELECT printer FROM u WHERE touch' }),
+  waiting_heads_of_p: waitingHeads('p.name'), waiting: SQL_WAITING, deliverable: SQL_DELIVERABLE, job_columns_j: jobColumns('j'), log_text_max: String(LOG_TEXT_MAX),
+});
+const DELETE_EXPIRED = sqlFile(new URL('./statements/delete-expired.sql', import.meta.url));
+
+// the outcome statements make a delivered job `processed` and hand off from the deliverable states without asking JOB_TRANSITIONS
+if (!canJobMove('processing', 'processed')) throw new Error('JOB_TRANSITIONS no longer lets a delivered job become processed');
+
+export interface PrintLogEntry {
+  /** The job the entry is about; omitted for printer-only entries (pause, redirect, device check). */
+  jobId?: number | string | null;
   printer: string;
-  redirected_from: string | null;
-  creator: string | null;
-  owner: string | null;
-  name: string;
-  file_name: string | null;
-  mime_type: string;
-  size: string;
-  blob_sha256: string;
-  copies: number;
-  priority: number;
-  pages: number | null;
-  checkin: { type: string; source?: string | null };
-  task: { sid: string; tid: string; item?: string } | null;
-  flow: string | null;
-  stages: JobStage[];
-  keep_tempfiles: boolean;
-  retention_sec: number | null;
-  finished: Date | null;
-  message: string | null;
-  created: Date;
-  updated: Date;
-  seq: string;
-  attempts: number;
-  next_attempt_at: Date | null;
-  handoff_at: Date | null;
+  level?: PrintLogLevel;
+  text: string;
 }
 
 /**
- * print_jobs' columns as a PrintJobRow holds them, for statements that read or
- * return whole jobs: every column but `listing` (migration 017), the listed
- * JSON text only listings read (about 500 bytes a job no other reader needs).
- * test/areas/print/jobs/job-listing-column.test.ts holds the list to the table.
+ * A line of the print log (besides the lines the statements here write with
+ * the change they describe): every backend message, every printer
+ * operation. Write it in the transaction of the change it describes, so the
+ * log and the state never disagree. Read by `GET /v3/jobs/{id}/logs|logfile`
+ * and `GET /v3/printers/{name}/logs`.
  */
-export const JOB_COLUMN_NAMES = ['id', 'status', 'printer', 'redirected_from', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size',
-  'blob_sha256', 'copies', 'priority', 'pages', 'checkin', 'task', 'flow', 'stages', 'keep_tempfiles', 'retention_sec', 'finished', 'message',
-  'created', 'updated', 'seq', 'attempts', 'next_attempt_at', 'handoff_at'] as const satisfies readonly (keyof PrintJobRow)[];
-/** JOB_COLUMN_NAMES as a select list, each qualified by `alias` when given (`j.id, j.status, …`). */
-export const jobColumns = (alias?: string): string => JOB_COLUMN_NAMES.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
-export const JOB_COLUMNS = jobColumns();
+export async function printLog(sql: Sql, entry: PrintLogEntry): Promise<void> {
+  await sql.query('INSERT INTO print_logs (job_id, printer, level, text) VALUES ($1, $2, $3, $4)', [
+    entry.jobId ?? null, entry.printer, entry.level ?? 'info', clip(entry.text),
+  ]);
+}
 
 export interface NewJob {
   status: JobState;
@@ -81,106 +92,30 @@ export interface NewJob {
   retentionSec: number | null;
 }
 
-/** Stores the job and, when its document is small enough to live with it (job-document.ts), the document's bytes. */
+const jobParams = (j: Omit<NewJob, 'status' | 'printer' | 'redirectedFrom' | 'flow'>) => [j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
+  j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null];
+
+/** Stores the job and, when its document is small enough to live with it (job-document.ts), the document's bytes (statements/insert-job.sql). */
 export async function insertJob(sql: Sql, j: NewJob, document: Buffer | null): Promise<PrintJobRow> {
-  const { rows } = await sql.query<PrintJobRow>(
-    `WITH main AS (INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
-       copies, priority, checkin, task, flow, retention_sec)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${JOB_COLUMNS}),
-     ${DOCUMENT_CTE('$17')}
-     SELECT * FROM main`,
-    [j.status, j.printer, j.redirectedFrom, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
-      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, document],
-  );
+  const { rows } = await sql.query<PrintJobRow>(INSERT_JOB, [j.status, j.printer, j.redirectedFrom, ...jobParams(j), j.flow, j.retentionSec, document]);
   return rows[0]!;
 }
 
-/** The CTE that stores the inserted job's (`main`) document inline when the parameter is not NULL. */
-const DOCUMENT_CTE = (param: string) => `inline_document AS (INSERT INTO print_documents (job_id, bytes) SELECT id, ${param}::bytea FROM main WHERE ${param}::bytea IS NOT NULL)`;
-
-/** The job's document when it is stored with the job (migration 016); undefined: it is in the blob store. */
-export async function inlineDocument(sql: Sql, jobId: number | string): Promise<Buffer | undefined> {
-  const { rows } = await sql.query<{ bytes: Uint8Array }>(`SELECT ${INLINE_DOCUMENT_OF('$1')} AS bytes`, [jobId]);
-  return asBuffer(rows[0]?.bytes ?? null) ?? undefined;
-}
-
-/** SQL: the inline document of the job whose id is `id` (NULL: none), as a scalar subquery. */
-export const INLINE_DOCUMENT_OF = (id: string) => `(SELECT bytes FROM print_documents WHERE job_id = ${id})`;
-
-/** A bytea value as a Buffer: pg gives a Buffer, PGlite a Uint8Array. */
-export const asBuffer = (bytes: Uint8Array | null): Buffer | null =>
-  bytes && (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-
-/** What a submission needs to know before it reads the document: the printer's flow, where its redirect chain ends, whether the flow exists. */
-export interface SubmitTarget {
-  /** The end of the printer's redirect chain. */
-  target: string;
-  /** The flow the job runs (`flow` given, else the printer's). */
-  flow: string | null;
-  flowExists: boolean;
-}
-
-/** The printer named `printer` as a submission sees it, in one statement; undefined when there is none. `flow` undefined: the printer's. */
-export async function submitTarget(sql: Sql, printer: string, flow: string | null | undefined): Promise<SubmitTarget | undefined> {
-  const { rows } = await sql.query<{ target: string; flow: string | null; flow_exists: boolean }>(
-    `WITH RECURSIVE ${redirectChain('(SELECT name, redirect FROM printers WHERE name = $1)')}
-     SELECT chain_end.name AS target, f.flow, EXISTS (SELECT 1 FROM print_flows WHERE name = f.flow) AS flow_exists
-       FROM printers p CROSS JOIN ${CHAIN_END}
-       CROSS JOIN LATERAL (SELECT CASE WHEN $2::boolean THEN p.flow ELSE $3::text END AS flow) f
-      WHERE p.name = $1`,
-    [printer, flow === undefined, flow ?? null]);
-  const row = rows[0];
-  return row && { target: row.target, flow: row.flow, flowExists: row.flow_exists };
-}
-
-/** `submitTarget` for several submissions in one statement; answers in their order (undefined: no such printer). */
-export async function submitTargets(sql: Sql, asked: readonly { printer: string; flow: string | null | undefined }[]): Promise<(SubmitTarget | undefined)[]> {
-  const { rows } = await sql.query<{ k: string | number; target: string; flow: string | null; flow_exists: boolean }>(
-    `WITH RECURSIVE i AS (SELECT * FROM unnest($1::text[], $2::boolean[], $3::text[]) WITH ORDINALITY AS i(printer, own_flow, flow, k)),
-     chain(k, name, redirect, depth) AS (
-       SELECT i.k, p.name, p.redirect, 0 FROM i JOIN printers p ON p.name = i.printer
-       UNION ALL
-       SELECT c.k, p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64),
-     chain_end AS (SELECT DISTINCT ON (k) k, name FROM chain ORDER BY k, depth DESC)
-     SELECT i.k, e.name AS target, f.flow, EXISTS (SELECT 1 FROM print_flows WHERE name = f.flow) AS flow_exists
-       FROM i JOIN printers p ON p.name = i.printer JOIN chain_end e ON e.k = i.k
-       CROSS JOIN LATERAL (SELECT CASE WHEN i.own_flow THEN p.flow ELSE i.flow END AS flow) f`,
-    [asked.map((a) => a.printer), asked.map((a) => a.flow === undefined), asked.map((a) => a.flow ?? null)]);
-  const out: (SubmitTarget | undefined)[] = asked.map(() => undefined);
-  for (const r of rows) out[Number(r.k) - 1] = { target: r.target, flow: r.flow, flowExists: r.flow_exists };
-  return out;
-}
-
 /**
- * The INSERT of a submitted job and its log line as one statement, for
- * `Outbox.addWith`: share-locks the printer it was sent to (a delete or
- * redirect of it waits for the commit), walks the redirect chain from that
- * row and inserts the job on the chain's end, only if that is still
- * `target` (what the caller read before the document streamed in). No row
- * when the printer is gone or its chain ends elsewhere now. A job for a
- * printer that is paused or disabled (and not redirected) stores no dispatch
- * wake-up: the operation that releases it wakes it, and it waits for this
- * share lock, so it commits after the job. A small `document` is stored with
- * the job in the same statement (print_documents, job-document.ts).
+ * A submitted job, its log line and its outbox entry (the printer's dispatch
+ * wake-up) as one statement (statements/submit-job.sql, `Outbox.addWith`),
+ * in the caller's transaction: the job goes on the end of the redirect chain
+ * of `sentTo` only if that is still `target` (what the caller read before the
+ * document streamed in). Undefined when the printer is gone or its chain
+ * ends elsewhere now.
  */
-export function insertJobStatement(sentTo: string, target: string, j: Omit<NewJob, 'printer' | 'redirectedFrom'>, log: string, document: Buffer | null): FusedStatement {
-  return {
-    with: `sent_to AS (SELECT name, redirect, paused, enabled FROM printers WHERE name = $1 FOR SHARE), ${redirectChain('sent_to')}`,
-    text: `INSERT INTO print_jobs (status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
-         copies, priority, checkin, task, flow, retention_sec)
-       SELECT $3, chain_end.name, CASE WHEN chain_end.name = $1 THEN NULL ELSE $1 END, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
-         FROM ${CHAIN_END} WHERE chain_end.name = $2
-       RETURNING ${JOB_COLUMNS}`,
-    also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $17 FROM main), ${DOCUMENT_CTE('$18')}`,
-    // a printer held (paused, disabled) needs no wake-up: read under the share lock, so its resume or
-    // re-enabling (which wakes it) commits after this job and its run sees it
-    jobIf: 'NOT EXISTS (SELECT 1 FROM sent_to WHERE redirect IS NULL AND (paused OR NOT enabled))',
-    params: [sentTo, target, j.status, j.creator, j.owner, j.name, j.fileName, j.mimeType, j.size, j.sha256,
-      j.copies, j.priority, JSON.stringify(j.checkin), j.task ? JSON.stringify(j.task) : null, j.flow, j.retentionSec, logText(log), document],
-  };
+export async function insertSubmittedJob(outbox: Outbox, tx: Sql, sentTo: string, target: string, j: Omit<NewJob, 'printer' | 'redirectedFrom'>,
+  log: string, document: Buffer | null): Promise<PrintJobRow | undefined> {
+  const params = [sentTo, target, j.status, ...jobParams(j), j.flow, j.retentionSec, clip(log), document];
+  return (await outbox.addWith<'print.dispatch', PrintJobRow>(tx, { ...SUBMIT_JOB, params }, 'print.dispatch', { printer: target }))[0];
 }
 
-/** One submission of `insertJobsStatement`. */
+/** One submission of `insertSubmittedJobs`. */
 export interface JobToInsert {
   sentTo: string;
   /** Where its redirect chain must end for the job to go in (the printer itself when nobody looked it up). */
@@ -199,24 +134,13 @@ export interface JobToInsert {
 }
 
 /**
- * `insertJobStatement` for several submissions at once, for
- * `Outbox.addEachWith` (one statement, one commit for all of them): per
- * submission what `insertJobStatement` does (share lock on the printer it
- * was sent to, the redirect chain walked from it, the job inserted on the
- * chain's end only if that is still `target`, its log line, a small document
- * with it), and one wake-up per target printer, not stored when every job for
- * it was sent to a held printer. It also does the lookup `submitTarget` does
- * before: the flow (the printer's or the one named; with `checkFlow`, no row
- * when it does not exist) and from it the initial state. The printers are
- * share-locked in name order and the wake-ups inserted in job id order, so
- * two such statements, or one and a dispatch statement that updates several
- * printers in name order, never wait for each other in a cycle. The job ids
- * are drawn first, so each answer row says which submission it is (`k`, from
- * 1); a submission without a row was not inserted (its printer is unknown,
- * gone or redirected elsewhere now, or its flow unknown). The documents
- * travel as one bytea (offsets and lengths per submission).
+ * Several submissions as one statement (statements/submit-jobs.sql,
+ * `Outbox.addEachWith`: one round trip, one commit for all of them, one
+ * wake-up per target printer); answers in their order, undefined for a
+ * submission that was not inserted. The documents travel as one bytea
+ * (offsets and lengths per submission).
  */
-export function insertJobsStatement(items: readonly JobToInsert[]): FusedStatement & { jobs: string } {
+export async function insertSubmittedJobs(outbox: Outbox, sql: Sql, items: readonly JobToInsert[]): Promise<(PrintJobRow | undefined)[]> {
   const offsets: (number | null)[] = [];
   const lengths: (number | null)[] = [];
   let at = 0;
@@ -227,51 +151,16 @@ export function insertJobsStatement(items: readonly JobToInsert[]): FusedStateme
   }
   const documents = Buffer.concat(items.flatMap((it) => (it.document ? [it.document] : [])));
   const col = <T>(f: (it: JobToInsert) => T) => items.map(f);
-  return {
-    with: `i AS (SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-         $11::bigint[], $12::text[], $13::int[], $14::int[], $15::text[], $16::text[], $17::int[], $18::text[], $19::int[], $20::int[], $22::text[])
-         WITH ORDINALITY AS i(sent_to, target, own_flow, given_flow, check_flow, creator, owner, name, file_name, mime_type, size, sha256, copies, priority,
-           checkin, task, retention_sec, log_start, doc_off, doc_len, wake_id, k)),
-     sent_to AS (SELECT name, redirect, paused, enabled, flow FROM printers WHERE name IN (SELECT sent_to FROM i) ORDER BY name FOR SHARE),
-     chain(start, name, redirect, depth) AS (
-       SELECT name, name, redirect, 0 FROM sent_to
-       UNION ALL
-       SELECT c.start, p.name, p.redirect, c.depth + 1 FROM printers p JOIN chain c ON p.name = c.redirect WHERE c.depth < 64),
-     chain_end AS (SELECT DISTINCT ON (start) start, name FROM chain ORDER BY start, depth DESC),
-     ok AS MATERIALIZED (SELECT o.*, CASE WHEN coalesce(o.flow, '') = '' THEN 'waitprocessing' ELSE 'waitpreprocessing' END AS status,
-         nextval(pg_get_serial_sequence('print_jobs', 'id')) AS id, nextval('print_jobs_seq') AS seq
-       FROM (SELECT i.*, CASE WHEN i.own_flow THEN s.flow ELSE i.given_flow END AS flow
-         FROM i JOIN sent_to s ON s.name = i.sent_to JOIN chain_end e ON e.start = i.sent_to AND e.name = i.target ORDER BY i.k) o
-       WHERE NOT o.check_flow OR coalesce(o.flow, '') = '' OR EXISTS (SELECT 1 FROM print_flows f WHERE f.name = o.flow))`,
-    text: `INSERT INTO print_jobs (id, seq, status, printer, redirected_from, creator, owner, name, file_name, mime_type, size, blob_sha256,
-         copies, priority, checkin, task, flow, retention_sec)
-       OVERRIDING SYSTEM VALUE
-       SELECT id, seq, status, target, CASE WHEN target = sent_to THEN NULL ELSE sent_to END, creator, owner, name, file_name, mime_type, size, sha256,
-         copies, priority, checkin::jsonb, task::jsonb, flow, retention_sec
-         FROM ok ORDER BY k
-       RETURNING ${JOB_COLUMNS}`,
-    also: `logged AS (INSERT INTO print_logs (job_id, printer, level, text)
-       SELECT id, target, 'info', left(log_start || CASE WHEN target = sent_to THEN '' ELSE ' (sent to "' || sent_to || '", redirected)' END || ' -> ' || status, ${LOG_TEXT_MAX})
-         FROM ok ORDER BY k),
-     inline_document AS (INSERT INTO print_documents (job_id, bytes) SELECT id, substring($21::bytea FROM doc_off + 1 FOR doc_len) FROM ok WHERE doc_len IS NOT NULL)`,
-    // a printer held (paused, disabled, not redirected) needs no wake-up, as in insertJobStatement
-    jobs: `SELECT DISTINCT ok.wake_id, jsonb_build_object('printer', ok.target) FROM ok JOIN sent_to s ON s.name = ok.sent_to
-       WHERE NOT (s.redirect IS NULL AND (s.paused OR NOT s.enabled)) ORDER BY 1`,
-    select: '(SELECT k FROM ok WHERE ok.id = main.id) AS k',
-    params: [col((it) => it.sentTo), col((it) => it.target), col((it) => it.ownFlow), col((it) => it.flow), col((it) => it.checkFlow),
-      col((it) => it.job.creator), col((it) => it.job.owner), col((it) => it.job.name), col((it) => it.job.fileName), col((it) => it.job.mimeType),
-      col((it) => it.job.size), col((it) => it.job.sha256), col((it) => it.job.copies), col((it) => it.job.priority), col((it) => JSON.stringify(it.job.checkin)),
-      col((it) => (it.job.task ? JSON.stringify(it.job.task) : null)), col((it) => it.job.retentionSec),
-      col((it) => it.logStart), offsets, lengths, documents, col((it) => it.wakeJobId)],
-  };
-}
-
-/** Ids are bigints; anything else names no job (404, never a SQL error). */
-export const parseJobId = (raw: string): number | undefined => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : undefined);
-
-export async function getJob(sql: Sql, id: number, lock = false): Promise<PrintJobRow | undefined> {
-  const { rows } = await sql.query<PrintJobRow>(`SELECT ${JOB_COLUMNS} FROM print_jobs WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id]);
-  return rows[0];
+  const params = [col((it) => it.sentTo), col((it) => it.target), col((it) => it.ownFlow), col((it) => it.flow), col((it) => it.checkFlow),
+    col((it) => it.job.creator), col((it) => it.job.owner), col((it) => it.job.name), col((it) => it.job.fileName), col((it) => it.job.mimeType),
+    col((it) => it.job.size), col((it) => it.job.sha256), col((it) => it.job.copies), col((it) => it.job.priority), col((it) => JSON.stringify(it.job.checkin)),
+    col((it) => (it.job.task ? JSON.stringify(it.job.task) : null)), col((it) => it.job.retentionSec),
+    col((it) => it.logStart), offsets, lengths, documents, col((it) => it.wakeJobId)];
+  const rows = await outbox.addEachWith<'print.dispatch', PrintJobRow & { k: number | string }>(
+    sql, { ...SUBMIT_JOBS, params }, 'print.dispatch', items.map((it) => ({ printer: it.target })));
+  const out: (PrintJobRow | undefined)[] = items.map(() => undefined);
+  for (const { k, ...row } of rows) out[Number(k) - 1] = row as PrintJobRow;
+  return out;
 }
 
 export interface TransitionOptions {
@@ -292,8 +181,9 @@ export interface TransitionOptions {
 
 /**
  * Moves a locked job to `to` if JOB_TRANSITIONS allows it (else 412
- * INVALID_STATE), and logs the change in the same transaction. The one way a
- * job's state changes (API operations and the dispatch engine).
+ * INVALID_STATE), and logs the change in the same statement
+ * (statements/transition.sql). The one way a job's state changes besides the
+ * dispatch engine's hand-off and outcome statements below.
  * `set.requeue` gives the job a new place at the back of its queue.
  */
 export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opts: TransitionOptions = {}): Promise<PrintJobRow> {
@@ -301,260 +191,111 @@ export async function transitionJob(tx: Sql, job: PrintJobRow, to: JobState, opt
     throw new AppError('INVALID_STATE', `job ${job.id} is ${job.status}; it cannot become ${to}`, { id: Number(job.id), status: job.status, to });
   }
   const set = opts.set ?? {};
-  const { rows } = await tx.query<PrintJobRow>(
-    // the change and its log line in one statement (one round trip: the dispatch engine does this twice per job)
-    `WITH u AS (UPDATE print_jobs SET status = $2, updated = now(),
-       finished = CASE WHEN $3 THEN now() ELSE NULL END,
-       message = CASE WHEN $4::boolean THEN $5 ELSE message END,
-       printer = COALESCE($6, printer),
-       redirected_from = CASE WHEN $7::boolean THEN $8 ELSE redirected_from END,
-       seq = CASE WHEN $9 THEN nextval('print_jobs_seq') ELSE seq END,
-       attempts = CASE WHEN $10 THEN 0 WHEN $12 THEN attempts + 1 ELSE attempts END,
-       next_attempt_at = CASE WHEN $10 THEN NULL WHEN $13::bigint IS NOT NULL THEN now() + $13::bigint * interval '1 millisecond' ELSE next_attempt_at END,
-       -- a requeued job (repeat, resume, move) starts a new delivery
-       handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END
-     WHERE id = $1 RETURNING ${JOB_COLUMNS}),
-     l AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, $14, $15 FROM u)
-     SELECT * FROM u`,
+  const { rows } = await tx.query<PrintJobRow>(TRANSITION,
     [job.id, to, isFinalJobState(to), opts.message !== undefined, opts.message ?? null, set.printer ?? null,
       set.redirectedFrom !== undefined, set.redirectedFrom ?? null, set.requeue ?? false, set.resetAttempts ?? false,
       opts.dispatch?.handoff ?? null, opts.dispatch?.attempt ?? false, opts.dispatch?.retryInMs ?? null,
-      opts.level ?? (to === 'error' ? 'error' : 'info'), logText(opts.log ?? (job.status === to ? `job ${to}` : `${job.status} -> ${to}`))],
+      opts.level ?? (to === 'error' ? 'error' : 'info'), clip(opts.log ?? (job.status === to ? `job ${to}` : `${job.status} -> ${to}`))],
   );
-  const row = rows[0]!;
-  return row;
+  return rows[0]!;
 }
 
-const jsonText = (col: string) => `to_json(${col})::text`;
-const orNull = (expr: string) => `coalesce(${expr}, 'null')`;
-
-/** Around a jsonb value or a timestamp in a listed page whose text present.ts rewrites (see LISTED_FIELDS). */
-export const LISTING_MARK = '\x01';
-/**
- * A jsonb column's text between two LISTING_MARKs, after a letter naming the
- * rewrite (`c`: written compactly, `s`: the presented stages; `t` is a
- * timestamp's, isoMarked); NULL for NULL. The mark cannot occur anywhere else
- * in a page: PostgreSQL escapes control characters in the JSON text of strings
- * (`to_json`) and of jsonb alike, and a timestamp's text has none.
- */
-const raw = (rewrite: 'c' | 's', col: string) => `chr(1) || '${rewrite}' || ${col}::text || chr(1)`;
-/**
- * A timestamptz's own text in UTC (`2026-11-23 04:00:00.123456`, DateStyle ISO as both drivers run it) between
- * LISTING_MARKs after `t`; present.ts writes it as `Date.toISOString()` does (UTC, milliseconds, `Z`). `to_char`
- * with the ISO pattern cost 0.5 µs a value in PostgreSQL, this text about 0.1 (docs/benchmarks.md, print listing).
- */
-const isoMarked = (col: string): Part[] => [{ lit: `${LISTING_MARK}t` }, `(${col} AT TIME ZONE 'UTC')::text`, { lit: LISTING_MARK }];
-/** isoMarked as SQL text, for a value that may be NULL (then NULL). */
-const isoMarkedSql = (col: string) => `'${LISTING_MARK}t' || (${col} AT TIME ZONE 'UTC')::text || '${LISTING_MARK}'`;
+/** What a delivery needs of its printer: where it is, and whether it last reported an error. */
+export type DeliveryPrinter = Pick<PrinterRow, 'name' | 'connection' | 'error'>;
 
 /**
- * How a listing presents each field of a job (presentJob's order, present.ts),
- * as the field's JSON text built by PostgreSQL: `to_json` escapes strings
- * exactly as `JSON.stringify` does; numbers as text, timestamps as their own
- * text between marks (isoMarked); the retention computed from the defaults. jsonb (checkin, task, stages) comes as
- * its text between marks, since PostgreSQL writes it with spaces
- * (`{"type": "api"}`) and present.ts makes it compact (checking that in SQL cost
- * more than all the other fields: a regular expression, 1–5 µs a value).
- * Parsing 100 rows into numbers, Dates and objects, presenting them and
- * serialising them back was most of a listing's CPU in the API process
- * (bench/print-listing.ts, docs/benchmarks.md).
+ * A job handed off to its printer (`processing`, the hand-off marked):
+ * the dispatch engine's `deliver` step. `document`: the job's inline
+ * document read with the hand-off (null: it is in the blob store; absent:
+ * not read, see job-document.ts).
  */
-type Part = string | { lit: string };
-/** A timestamp that is never NULL, as a JSON string: the quotes and marks are literals, merged into the key's. */
-const isoQuoted = (col: string): Part[] => [{ lit: '"' }, ...isoMarked(col), { lit: '"' }];
-const LISTED_FIELDS: readonly [string, string | Part[] | ((d: RetentionDefaults) => string)][] = [
-  ['id', 'id::text'],
-  // one of the states the column's CHECK allows: nothing to escape
-  ['status', [{ lit: '"' }, 'status', { lit: '"' }]],
-  ['printer', jsonText('printer')],
-  ['user', orNull(jsonText('creator'))],
-  ['owner', orNull(jsonText('owner'))],
-  ['name', jsonText('name')],
-  ['fileName', orNull(jsonText('file_name'))],
-  ['mimeType', jsonText('mime_type')],
-  ['size', 'size::text'],
-  ['copies', 'copies::text'],
-  ['priority', 'priority::text'],
-  ['pages', orNull('pages::text')],
-  ['checkin', raw('c', 'checkin')],
-  ['task', orNull(raw('c', 'task'))],
-  ['flow', orNull(jsonText('flow'))],
-  ['redirectedFrom', orNull(jsonText('redirected_from'))],
-  ['message', orNull(jsonText('message'))],
-  ['created', isoQuoted('created')],
-  ['updated', isoQuoted('updated')],
-  ['finished', orNull(`'"' || ${isoMarkedSql('finished')} || '"'`)],
-  ['keepTempfiles', 'keep_tempfiles::text'],
-  // most jobs have none
-  ['stages', `CASE WHEN stages = '[]'::jsonb THEN '[]' ELSE ${raw('s', 'stages')} END`],
-  ['retention', retentionSql],
-  ['attempts', 'attempts::text'],
-  ['nextAttempt', orNull(`'"' || ${isoMarkedSql('next_attempt_at')} || '"'`)],
-];
-const LISTED_BY_NAME = new Map(LISTED_FIELDS);
-/** Every listed field's name, in presentJob's order (a listing without `$select`). */
-export const LISTED_FIELD_NAMES: readonly string[] = LISTED_FIELDS.map(([n]) => n);
+export interface HandedOff {
+  kind: 'deliver';
+  job: PrintJobRow;
+  printer: DeliveryPrinter;
+  document?: Buffer | null;
+}
 
-/** Seconds a job is kept after each state unless it sets its own (config `print.retention`). */
-export type RetentionDefaults = Record<'processed' | 'canceled' | 'error' | 'paused', number>;
+type HandedOffRow = PrintJobRow & { printer_connection: string; printer_error: PrinterRow['error']; inline_document: Uint8Array | null };
+const handedOff = (name: string, { printer_connection: connection, printer_error: error, inline_document: document, ...job }: HandedOffRow): HandedOff =>
+  ({ kind: 'deliver', job, printer: { name, connection, error }, document: asBuffer(document) });
 
 /**
- * presentJob's `retention` as JSON text (present.ts `retentionOf`): the job's own
- * seconds, else the default of its state; kept from `finished` in a final state,
- * from `updated` when paused. The defaults are validated integers, written as
- * literals so that the statement's text stays the same.
+ * The hand-off of the printer's head job in the case that needs no decision
+ * in code (statements/claim-next.sql), under the dispatch lock the caller's
+ * transaction holds; undefined when nothing was handed off (nothing changed).
  */
-function retentionSql(d: RetentionDefaults): string {
-  const int = (n: number) => String(Math.trunc(Number(n)));
-  const keep = `coalesce(retention_sec, CASE status WHEN 'processed' THEN ${int(d.processed)} WHEN 'canceled' THEN ${int(d.canceled)}`
-    + ` WHEN 'error' THEN ${int(d.error)} WHEN 'paused' THEN ${int(d.paused)} END)`;
-  const finals = FINAL_JOB_STATES.map((st) => `'${st}'`).join(', ');
-  const since = `CASE WHEN status IN (${finals}) THEN finished WHEN status = 'paused' THEN updated END`;
-  return `'{"seconds":' || coalesce(${keep}::text, 'null') || ',"custom":' || (retention_sec IS NOT NULL)::text`
-    + ` || ',"deleteAfter":' || coalesce('"' || ${isoMarkedSql(`((${since}) + make_interval(secs => ${keep}))`)} || '"', 'null') || '}'`;
+export async function claimHead(tx: Sql, printer: string): Promise<HandedOff | undefined> {
+  const { rows } = await tx.query<HandedOffRow>(CLAIM_NEXT, [printer]);
+  return rows[0] && handedOff(printer, rows[0]);
+}
+
+/** One delivered job of `deliveredAndNextMany`: the job this run handed off, the device's answer, whether to write `last_printed`. */
+export interface Delivered {
+  job: PrintJobRow;
+  message: string;
+  touchPrinter: boolean;
+}
+
+/** A delivered job's outcome: `delivered` false when its guard failed (an operator or a recovery changed the job); `next`: the next hand-off, if any. */
+export interface DeliveredAndNext {
+  delivered: boolean;
+  next?: HandedOff;
 }
 
 /**
- * `a || b || c …` as a balanced tree of `||`: PostgreSQL evaluates a chain left
- * to right, copying the growing row at every step (about 50 steps for a
- * 550-byte row); the tree copies each byte about log2(pieces) times.
+ * A delivered job's outcome and the printer's next hand-off as one
+ * autocommitted statement (statements/delivered-and-next.sql: the dispatch
+ * lock first, the outcome guarded by the hand-off, the next hand-off
+ * re-checked on the newest rows). `next` undefined: nothing was handed off;
+ * the caller decides step by step (claimNext).
  */
-function concatSql(xs: string[]): string {
-  if (xs.length === 1) return xs[0]!;
-  const half = xs.length >> 1;
-  return `(${concatSql(xs.slice(0, half))} || ${concatSql(xs.slice(half))})`;
-}
-
-/** The pieces of a listed row's JSON text for these fields, in order, adjacent literals merged (`,"created":"`). */
-function rowParts(names: readonly string[], retention: RetentionDefaults, { open = true, close = true } = {}): Part[] {
-  const parts: Part[] = [];
-  const push = (x: Part) => {
-    const prev = parts[parts.length - 1];
-    if (typeof x !== 'string' && prev !== undefined && typeof prev !== 'string') prev.lit += x.lit;
-    else parts.push(typeof x === 'string' ? x : { lit: x.lit });
-  };
-  if (open && !names.length) push({ lit: '{' });
-  names.forEach((name, i) => {
-    const f = LISTED_BY_NAME.get(name)!;
-    push({ lit: `${i === 0 && open ? '{' : ','}"${name}":` });
-    for (const x of typeof f === 'function' ? [f(retention)] : typeof f === 'string' ? [f] : f) push(x);
-  });
-  if (close) push({ lit: '}' });
-  return parts;
+export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: string, touchPrinter: boolean): Promise<DeliveredAndNext> {
+  const { rows } = await sql.query<HandedOffRow & { delivered: number }>(DELIVERED_AND_NEXT,
+    [job.printer, job.id, job.seq, job.attempts, message, clip(`delivered: ${message}`), touchPrinter]);
+  const { delivered, ...claimed } = rows[0]!;
+  return { delivered: delivered > 0, next: claimed.id ? handedOff(job.printer, claimed as HandedOffRow) : undefined };
 }
 
 /**
- * The fields migration 017's `listing` column holds for every job, in order:
- * `id` to `stages`, the text of a whole listing's row up to the fields that
- * are not the row's alone (`retention` depends on the configuration).
+ * `deliveredAndNext` for several printers in one autocommitted statement
+ * (statements/delivered-and-next-many.sql), at most one entry per printer;
+ * results in the order of `items`.
  */
-export const LISTING_COLUMN_FIELDS: readonly string[] = LISTED_FIELD_NAMES.slice(0, LISTED_FIELD_NAMES.indexOf('stages') + 1);
-const LISTING_TAIL_FIELDS = LISTED_FIELD_NAMES.slice(LISTING_COLUMN_FIELDS.length);
-
-/**
- * A whole row's JSON text from the `listing` column and the fields after it.
- * The column is written by a trigger with every row (never NULL); the fallback
- * builds the same fields here should it be.
- */
-const fromListingColumn = (retention: RetentionDefaults): string =>
-  `(coalesce(listing, ${concatSql(rowParts(LISTING_COLUMN_FIELDS, retention, { close: false }).map(partSql))})`
-  + ` || ${concatSql(rowParts(LISTING_TAIL_FIELDS, retention, { open: false }).map(partSql))})`;
-const partSql = (x: Part) => typeof x === 'string' ? `(${x})` : `'${x.lit}'`;
-
-/** Each listed field's piece of the row's JSON text on its own (`',"status":"' || (status) || '"'`), for bench/print-listing-sql.ts. */
-export const listedFieldsSql = (retention: RetentionDefaults): string[] => LISTED_FIELDS.map(([name, f], i) =>
-  [{ lit: `${i === 0 ? '{' : ','}"${name}":` }, ...(typeof f === 'function' ? [f(retention)] : typeof f === 'string' ? [f] : f)].map(partSql).join(' || '));
-
-const projections = new Map<string, string>();
-
-/** A listed job's JSON text (`{"id":1,…}`) for the presented fields (`$select`, else all), built once per field list. */
-function rowJson(select: readonly string[] | undefined, retention: RetentionDefaults): string {
-  const names = select ? [...new Set(select)].filter((n) => LISTED_BY_NAME.has(n)) : LISTED_FIELD_NAMES;
-  const key = `${select ? 's' : '*'} ${names.join(',')} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
-  let p = projections.get(key);
-  if (p) return p;
-  p = select ? concatSql(rowParts(names, retention).map(partSql)) : fromListingColumn(retention);
-  if (projections.size < 200) projections.set(key, p);
-  return p;
-}
-
-/**
- * One page of an OData listing as JSON text (jsonb between LISTING_MARKs, for
- * present.ts `jobListWriter`), limited to `scope` (the caller's identities as
- * creator or owner) when given; `total` with `$inlinecount=allpages`.
- *
- * One statement returns the page as one text column per job, each row's JSON
- * built by PostgreSQL, joined here: a hundred rows of many columns cost the
- * API process more to receive than the text itself (docs/benchmarks.md). The
- * rows are not joined in PostgreSQL (`string_agg`, as until 2026-11-26): the
- * 55 KB value of a 100-job page and its copies were freed at the end of every
- * statement, and glibc gave that memory back to the kernel each time (a
- * `brk` shrink); on a virtual machine where that costs a TLB flush across
- * cores it took 1.5 ms of the backend's CPU per request (docs/benchmarks.md).
- * `$top` is a literal, a validated integer like the retention defaults: a
- * `LIMIT $n` is costed as 10 % of the matching rows, more than a page of 100,
- * so PostgreSQL never chose the prepared statement's generic plan and planned
- * this statement again at every request (0.15 ms of its CPU each).
- * `$skip` stays a parameter, since every page of a walk would otherwise be a
- * statement of its own; it is left out when 0.
- */
-export async function listJobs(sql: Sql, q: ODataQuery, scope: string[] | undefined, retention: RetentionDefaults): Promise<{ page: string; total?: number }> {
-  const st = listingStatement(q, scope !== undefined, q.skip > 0, retention);
-  const params = scope ? [scope, ...st.params] : [...st.params];
-  const countParams = [...params];
-  if (q.skip > 0) params.push(q.skip);
-  const rows = await sql.queryArrays<[string]>(st.page, params);
-  const page = `[${rows.map((r) => r[0]).join(',')}]`;
-  if (!q.inlineCount) return { page };
-  const c = await sql.query<{ n: string }>(st.count, countParams);
-  return { page, total: Number(c.rows[0]!.n) };
-}
-
-interface ListingStatement {
-  page: string;
-  count: string;
-  /** The filter's bound values (after the scope's `$1` when scoped). */
-  params: unknown[];
-}
-
-/**
- * The listing's statements for parsed options, built once per options object:
- * `parseODataQuery` hands the same object back for the same options (bounded
- * there), so a polled listing reuses the very same text. Besides the
- * translation, that spares hashing and comparing a 3 KB text at every request
- * (the driver's statement name lookup, `pg`'s prepared-statement check), which
- * a string seen before answers from its cached hash and by identity.
- */
-const listingStatements = new WeakMap<ODataQuery, Map<string, ListingStatement>>();
-
-function listingStatement(q: ODataQuery, scoped: boolean, skipped: boolean, retention: RetentionDefaults): ListingStatement {
-  const key = `${scoped ? 's' : '-'}${skipped ? 'o' : '-'} ${retention.processed} ${retention.canceled} ${retention.error} ${retention.paused}`;
-  let byKey = listingStatements.get(q);
-  const hit = byKey?.get(key);
-  if (hit) return hit;
-  const params: unknown[] = [];
-  const where: string[] = [];
-  if (scoped) {
-    params.push(undefined); // the caller's identities, bound per request
-    where.push('(creator = ANY($1::text[]) OR owner = ANY($1::text[]))');
+export async function deliveredAndNextMany(sql: Sql, items: readonly Delivered[]): Promise<DeliveredAndNext[]> {
+  if (new Set(items.map((d) => d.job.printer)).size !== items.length) throw new Error('deliveredAndNextMany: one entry per printer');
+  const { rows } = await sql.query<HandedOffRow & { k: number; delivered: boolean; was: unknown; had: unknown }>(DELIVERED_AND_NEXT_MANY,
+    [items.map((d) => d.job.printer), items.map((d) => d.job.id), items.map((d) => d.job.seq), items.map((d) => d.job.attempts),
+      items.map((d) => d.message), items.map((d) => clip(`delivered: ${d.message}`)), items.map((d) => d.touchPrinter)]);
+  const out: DeliveredAndNext[] = items.map(() => ({ delivered: false }));
+  for (const { k, delivered, was: _w, had: _h, ...claimed } of rows) {
+    const item = items[Number(k) - 1]!;
+    out[Number(k) - 1] = { delivered, next: claimed.id ? handedOff(item.job.printer, claimed as HandedOffRow) : undefined };
   }
-  const frag = toSql(q, JOB_FIELDS.map, params, 'id DESC');
-  where.push(...frag.where);
-  const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
-  if (!Number.isSafeInteger(q.top) || q.top < 0) throw new Error(`listJobs: $top ${q.top} is not a count`);
-  const window = `LIMIT ${q.top}${skipped ? ` OFFSET $${params.length + 1}` : ''}`;
-  const st: ListingStatement = {
-    page: `SELECT ${rowJson(q.select, retention)} AS j FROM print_jobs ${cond} ORDER BY ${frag.orderBy} ${window}`,
-    count: `SELECT count(*) AS n FROM print_jobs ${cond}`,
-    params: scoped ? params.slice(1) : params,
-  };
-  if (!byKey) listingStatements.set(q, (byKey = new Map()));
-  if (byKey.size < 8) byKey.set(key, st);
-  return st;
+  return out;
 }
 
-export async function deleteJob(sql: Sql, id: number): Promise<void> {
-  await sql.query('DELETE FROM print_jobs WHERE id = $1', [id]);
+/** The flow's output (and the intermediate files kept) of a job in preprocessing, and its page count when known. */
+export async function setStages(tx: Sql, jobId: string, stages: JobStage[], pages: number | null): Promise<void> {
+  await tx.query('UPDATE print_jobs SET stages = $2, pages = COALESCE($3, pages) WHERE id = $1', [jobId, JSON.stringify(stages), pages]);
+}
+
+/**
+ * A redirect takes the printer's waiting jobs along (DESIGN.md section 7): each
+ * goes to the back of the target's queue, remembers where it was sent, and
+ * its log says so. Returns how many moved.
+ */
+export async function moveWaitingJobs(sql: Sql, from: string, to: string, by: string): Promise<number> {
+  const { rows } = await sql.query<{ id: string }>(
+    `UPDATE print_jobs SET printer = $2, redirected_from = COALESCE(redirected_from, printer), seq = nextval('print_jobs_seq'), updated = now()
+     WHERE id IN (SELECT id FROM print_jobs WHERE printer = $1 AND status IN ${SQL_WAITING} ORDER BY priority DESC, seq FOR UPDATE)
+     RETURNING id`, [from, to]);
+  if (rows.length > 0) {
+    await sql.query(
+      `INSERT INTO print_logs (job_id, printer, level, text) SELECT unnest($1::bigint[]), $2, 'info', $3`,
+      [rows.map((r) => r.id), to, `redirected from "${from}" to "${to}" by ${by}`]);
+  }
+  return rows.length;
 }
 
 /** PUT tempfiles: keep the stage files, or drop them now when the job no longer needs them. */
@@ -567,15 +308,13 @@ export async function setKeepTempfiles(sql: Sql, job: PrintJobRow, keep: boolean
   return rows[0]!;
 }
 
-/** Housekeeping: jobs whose retention is over (final states from `finished`, paused from `updated`). */
-export async function deleteExpiredJobs(sql: Sql, defaults: Record<'processed' | 'canceled' | 'error' | 'paused', number>, limit = 1000): Promise<number> {
-  const { rowCount } = await sql.query(
-    `DELETE FROM print_jobs WHERE id IN (
-       SELECT id FROM print_jobs
-       WHERE (status IN ('processed', 'canceled', 'error') AND finished IS NOT NULL
-              AND finished + make_interval(secs => COALESCE(retention_sec, CASE status WHEN 'processed' THEN $1::int WHEN 'canceled' THEN $2::int ELSE $3::int END)) < now())
-          OR (status = 'paused' AND updated + make_interval(secs => COALESCE(retention_sec, $4::int)) < now())
-       LIMIT $5)`,
-    [defaults.processed, defaults.canceled, defaults.error, defaults.paused, limit]);
+/** The job, its log and its inline document (the document and stage blobs go with the next blob collection). */
+export async function deleteJob(sql: Sql, id: number): Promise<void> {
+  await sql.query('DELETE FROM print_jobs WHERE id = $1', [id]);
+}
+
+/** Housekeeping: jobs whose retention is over (statements/delete-expired.sql), at most `limit`; how many went. */
+export async function deleteExpiredJobs(sql: Sql, defaults: RetentionDefaults, limit = 1000): Promise<number> {
+  const { rowCount } = await sql.query(DELETE_EXPIRED, [defaults.processed, defaults.canceled, defaults.error, defaults.paused, limit]);
   return rowCount;
 }

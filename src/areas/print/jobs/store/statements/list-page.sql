@@ -1,0 +1,28 @@
+-- list-page: one page of `GET /v3/jobs/` (an OData listing), each job as its
+-- JSON text, built by PostgreSQL.
+--
+-- A template: listing.ts (`listingStatement`) fills it once per parsed query
+-- and keeps the text with the query object, so a polled listing sends the
+-- same string every time (one prepared statement per shape).
+--   :row_json  a job's JSON text (`rowJson`): the `listing` column written by
+--              migration 017's trigger and the fields after it, or with
+--              $select the selected fields built here (LISTED_FIELDS)
+--   :where     `WHERE …` from the caller's scope and $filter (to-sql.ts), or
+--              nothing
+--   :order_by  $orderby, then `id DESC` (a stable order for paging)
+--   :window    `LIMIT <$top>`, a literal (a validated integer: a `LIMIT $n`
+--              made the generic plan look worse than a custom one, so the
+--              statement was planned at every request), and `OFFSET $n`
+--              when $skip > 0
+--
+-- Parameters:
+--   $1       text[]  the caller's identities (creator or owner), only when the
+--                    listing is scoped to them; the $filter's values follow
+--   $k..     the $filter's values, in the order to-sql.ts bound them
+--   last     bigint  $skip, only when > 0
+--
+-- Locks: none; reads one snapshot.
+-- Returns: one row per job, its text in `j` (`{"id":…}`, jsonb values and
+-- timestamps between LISTING_MARKs for present.ts to rewrite); the caller
+-- joins the rows into the page.
+SELECT :row_json AS j FROM print_jobs :where ORDER BY :order_by :window
