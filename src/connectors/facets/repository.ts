@@ -1,6 +1,67 @@
 import type { Readable } from 'node:stream';
-import type { EntryRow } from '../../areas/repository/entry.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Sql } from '../../storage/driver/database.js';
+
+/**
+ * A repository entry as the repository area stores it (one row of
+ * `entries`) and as every backend is handed it: the backend reads `path`,
+ * `type`, `name` and the content columns, and says what changed through
+ * return values or the `EntryRowsPort`, never by writing the row itself.
+ */
+export interface EntryRow {
+  uuid: string;
+  sid: string;
+  parent: string | null;
+  name: string;
+  type: 'document' | 'collection';
+  metadata: Record<string, unknown>;
+  creator: string | null;
+  owner: string | null;
+  created: Date;
+  modified: Date;
+  size: number | null;
+  mime_type: string | null;
+  sha256: string | null;
+  content_version: string | null;
+  path: string | null;
+  preview_sha256: string | null;
+  thumb_sha256: string | null;
+  preview_of: string | null;
+  preview_error: string | null;
+}
+
+/**
+ * The one rule for entry names, applied wherever a name enters: create,
+ * rename (PUT/PATCH), the `name` of copy, move and import, and the name an
+ * import derives from its URL. Connectors may add limits of their own on top
+ * (the filesystem: 255 UTF-8 bytes, names it reserves for temporary files).
+ *
+ * A name is 1 to 255 characters (Unicode code points), is not `.` or `..`,
+ * and contains no `/` or `\`, no control character (C0 0x00-0x1f, DEL 0x7f,
+ * C1 0x80-0x9f) and no lone surrogate (it could not be stored as UTF-8).
+ */
+export const NAME_MAX_CHARS = 255;
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** Why `name` is not a valid entry name, or undefined when it is. */
+export function nameProblem(name: string): string | undefined {
+  if (name.length === 0) return 'is empty';
+  if (name === '.' || name === '..') return 'is a relative directory reference';
+  if (name.includes('/') || name.includes('\\')) return 'contains a path separator ("/" or "\\")';
+  if (CONTROL.test(name)) return 'contains a control character';
+  if (LONE_SURROGATE.test(name)) return 'contains an unpaired surrogate (not valid Unicode)';
+  if ([...name].length > NAME_MAX_CHARS) return `is longer than ${NAME_MAX_CHARS} characters`;
+  return undefined;
+}
+
+/** Throws 400 INVALID_NAME (with `details.name`, shortened) unless `name` is valid. */
+export function assertValidName(name: string, what = 'the name'): void {
+  const problem = nameProblem(name);
+  if (problem) throw new AppError('INVALID_NAME', `${what} ${problem}`, { name: [...name].slice(0, 80).join('') });
+}
 
 export const COMMAND_NAMES = ['copy', 'move', 'delete', 'import', 'preview'] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];

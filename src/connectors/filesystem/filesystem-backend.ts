@@ -3,9 +3,8 @@ import { lstat, mkdir, rename, rm, writeFile, type FileHandle } from 'node:fs/pr
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RepositoryBackend, StagedContent, WrittenContent } from '../connector.js';
+import type { EntryRow, RepositoryBackend, StagedContent, WrittenContent } from '../connector.js';
 import { mappingFsErrors, withFsErrors } from './fs-errors.js';
-import type { EntryRow } from '../../areas/repository/entry.js';
 import { AppError, statusOf } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
 import { syncDir } from '../../blobs/dir-sync.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { lstat, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { EntryRow } from '../../areas/repository/entry.js';
+import type { EntryRow } from '../connector.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { AppError, statusOf } from '../../errors/app-error.js';
 import { TEMP_NAME, inspectInside, isValidName, joinRel } from './safe-path.js';

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { COMMAND_NAMES, type RepositoryFacet } from '../../../src/connectors/connector.js';
-import type { EntryRow } from '../../../src/areas/repository/entry.js';
+import { COMMAND_NAMES, type EntryRow, type RepositoryFacet } from '../../../src/connectors/connector.js';
 import { AppError } from '../../../src/errors/app-error.js';
 import { exampleInstances } from './instances.js';
 

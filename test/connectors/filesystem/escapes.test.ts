@@ -1,7 +1,7 @@
 import { readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { EntryRow } from '../../../src/areas/repository/entry.js';
+import type { EntryRow } from '../../../src/connectors/connector.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { allPaths, body, childRows, createEntry, errorCode, fakeRow, insertRow, useFsEnv, type Env } from './helpers.js';
 

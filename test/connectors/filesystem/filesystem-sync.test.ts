@@ -2,7 +2,7 @@ import { mkdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fingerprint, guessMimeType } from '../../../src/connectors/filesystem/filesystem-sync.js';
-import type { EntryRow } from '../../../src/areas/repository/entry.js';
+import type { EntryRow } from '../../../src/connectors/connector.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { allPaths, body, childRows, createEntry, errorCode, type Env , useFsEnv } from './helpers.js';
 
