@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
 import { AppError } from '../../errors/app-error.js';
-import type { Sql } from '../../storage/driver/database.js';
 
 /**
  * A repository entry as the repository area stores it (one row of
@@ -87,17 +86,73 @@ export interface StagedContent {
   discard(): Promise<void>;
 }
 
+/** A child row as a sync compares it with what the backend holds. */
+export type SyncChild = Pick<EntryRow, 'uuid' | 'name' | 'type' | 'size' | 'modified' | 'content_version'>;
+
+/** A child row as a sync saw it: deleted only while it still has this name and type. */
+export type SeenChild = Pick<EntryRow, 'uuid' | 'name' | 'type'>;
+
+/** An object the backend holds that has no row yet (content fields null for a collection). */
+export interface FoundEntry {
+  name: string;
+  type: 'document' | 'collection';
+  /** Where the backend keeps it (relative path). */
+  path: string;
+  size: number | null;
+  mimeType: string | null;
+  contentVersion: string | null;
+  created: Date;
+  modified: Date;
+}
+
+/** A document whose content changed behind the service's back, as the backend sees it now. */
+export interface ChangedContent {
+  uuid: string;
+  size: number;
+  modified: Date;
+  contentVersion: string;
+  /** Taken only when the row has no media type yet. */
+  mimeType: string;
+}
+
+/**
+ * The port through which a backend whose tree can change behind the
+ * database's back (filesystem) keeps the rows of `entries` in step with it.
+ * The repository area writes `entries` alone; it hands this port to `sync`
+ * and `refresh`, bound to one service and to the transaction they run in.
+ * Every removal is conditional on what the backend saw, so a rename or move
+ * through the API that holds the row locks meanwhile is waited for and kept.
+ */
+export interface EntryRowsPort {
+  /** The rows directly below the collection `parent`. */
+  children(parent: string): Promise<SyncChild[]>;
+  /** The collections with a path directly below `parent` (as stored, including other syncs' rows). */
+  childCollections(parent: string): Promise<{ uuid: string; path: string }[]>;
+  /** The entry as stored now, or undefined. */
+  get(uuid: string): Promise<EntryRow | undefined>;
+  /** Rows for objects found below `parent`; a name another sync inserted meanwhile keeps that row. */
+  add(parent: string, found: readonly FoundEntry[]): Promise<void>;
+  /** Removes children of `parent` that still have the name and type seen. */
+  remove(parent: string, seen: readonly SeenChild[]): Promise<void>;
+  /** Removes the children of `parent` still below `path` (the directory `path` is gone). */
+  removeChildrenBelow(parent: string, path: string): Promise<void>;
+  /** Removes the entry while its row's path is still `path`; false when it moved meanwhile or is gone. */
+  removeAt(uuid: string, path: string): Promise<boolean>;
+  /** Records new content facts (the sha256 becomes unknown); the rows as updated. */
+  updateContent(changes: readonly ChangedContent[]): Promise<EntryRow[]>;
+}
+
 /**
  * The storage side of a repository connector. Entry records (names, metadata,
  * ownership) always live in the `entries` table; a backend decides where the
- * bytes and the tree live and keeps the rows in step with them. Database access
- * is only the transaction handed to `sync` and `refresh`.
+ * bytes and the tree live and keeps the rows in step with them, through the
+ * `EntryRowsPort` handed to `sync` and `refresh` (its only way to the rows).
  */
 export interface RepositoryBackend {
   /** Brings the rows below `collection` in line with the backing store before a listing. */
-  sync?(tx: Sql, collection: EntryRow, recursive: boolean): Promise<void>;
+  sync?(rows: EntryRowsPort, collection: EntryRow, recursive: boolean): Promise<void>;
   /** Checks that the entry still exists in the backing store (undefined = gone; row removed). */
-  refresh?(tx: Sql, entry: EntryRow): Promise<EntryRow | undefined>;
+  refresh?(rows: EntryRowsPort, entry: EntryRow): Promise<EntryRow | undefined>;
   /** Creates the backing object for a new entry; returns its path when it has one. */
   create(entry: EntryRow, parent: EntryRow): Promise<{ path?: string }>;
   /** Renames the backing object; returns the new path. */

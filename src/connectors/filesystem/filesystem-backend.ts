@@ -60,8 +60,8 @@ export function filesystemBackend(root: string): RepositoryBackend {
   }
 
   const backend: RepositoryBackend = {
-    sync: (tx, collection, recursive) => syncCollection(tx, root, collection, recursive),
-    refresh: (tx, entry) => refreshEntry(tx, root, entry),
+    sync: (rows, collection, recursive) => syncCollection(rows, root, collection, recursive),
+    refresh: (rows, entry) => refreshEntry(rows, root, entry),
 
     async create(entry, parent) {
       validateName(entry.name);

@@ -10,8 +10,8 @@ let db: Database;
 let env: Env;
 useFsEnv({ db: (d) => (db = d), env: (e) => (env = e) });
 
-const sync = (collection: EntryRow, recursive = false) => db.transaction((tx) => env.backend.sync(tx, collection, recursive));
-const refresh = (entry: EntryRow) => db.transaction((tx) => env.backend.refresh(tx, entry));
+const sync = (collection: EntryRow, recursive = false) => env.sync(collection, recursive);
+const refresh = (entry: EntryRow) => env.refresh(entry);
 const byName = async (parent: EntryRow | string) => new Map((await childRows(env, parent)).map((r) => [r.name, r]));
 
 describe('guessMimeType', () => {

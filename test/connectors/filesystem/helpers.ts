@@ -7,6 +7,7 @@ import type { EntryRow, RepositoryBackend } from '../../../src/connectors/connec
 import { filesystemBackend } from '../../../src/connectors/filesystem/filesystem-connector.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { openPglite } from '../../../src/storage/driver/pglite.js';
+import { entryRows } from '../../../src/areas/repository/entry-rows.js';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { migrate } from '../../../src/storage/migrate.js';
 
@@ -49,6 +50,10 @@ export interface Env {
   db: Database;
   backend: Required<RepositoryBackend>;
   rootRow: EntryRow;
+  /** The backend's sync as the repository service runs it: in a transaction, through the area's rows port. */
+  sync(collection: EntryRow, recursive?: boolean): Promise<void>;
+  /** The backend's refresh, in a transaction, through the area's rows port. */
+  refresh(entry: EntryRow): Promise<EntryRow | undefined>;
   cleanup(): Promise<void>;
 }
 
@@ -63,10 +68,12 @@ export async function makeEnv(db: Database): Promise<Env> {
     `INSERT INTO entries (uuid, sid, parent, name, type, path) VALUES ($1, $2, NULL, '', 'collection', '') RETURNING *`,
     [randomUUID(), sid],
   );
+  const backend = filesystemBackend(root) as Required<RepositoryBackend>;
   return {
-    dir, root, outside, sid, db,
-    backend: filesystemBackend(root) as Required<RepositoryBackend>,
+    dir, root, outside, sid, db, backend,
     rootRow: rows[0]!,
+    sync: (collection, recursive = false) => db.transaction((tx) => backend.sync(entryRows(tx, sid), collection, recursive)),
+    refresh: (entry) => db.transaction((tx) => backend.refresh(entryRows(tx, sid), entry)),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 }
