@@ -1,5 +1,5 @@
 import type { ItemRow, ListRow } from '../lists/store/list-store.js';
-import type { TaskRow } from './task-store.js';
+import type { TaskRow } from './store/task-store.js';
 import type { TaskEmbed } from './schema.js';
 
 export const taskHref = (t: Pick<TaskRow, 'sid' | 'tid'>) => `/v1/services/${encodeURIComponent(t.sid)}/tasks/${t.tid}`;

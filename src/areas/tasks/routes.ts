@@ -13,7 +13,7 @@ import type { ListItem } from '../../formats/index.js';
 import type { ItemRow, ListRow } from '../lists/store/list-store.js';
 import { checkedItems } from './task-lists.js';
 import { presentTask, presentTaskItem, presentTaskList, type TaskListKind } from './present.js';
-import type { TaskRow } from './task-store.js';
+import type { TaskRow } from './store/task-store.js';
 import {
   appendItemSchema, createTaskSchema, LIST_EMBEDS, patchItemSchema, patchListSchema, patchTaskSchema,
   replaceItemSchema, replaceListSchema, replaceTaskSchema, TASK_EMBEDS, type TaskEmbed,

@@ -11,8 +11,8 @@ import { safeFetch } from '../../net/safe-fetch.js';
 import type { Tx } from '../../storage/driver/database.js';
 import type { RepositoryService } from '../repository/repository-service.js';
 import { checkMerged, isActive, taskActive, taskNotFound, type TaskService } from './task-service.js';
-import * as store from './task-store.js';
-import type { TaskRow } from './task-store.js';
+import * as store from './store/task-store.js';
+import type { TaskRow } from './store/task-store.js';
 import type { TaskListKind } from './present.js';
 
 /**
@@ -118,7 +118,7 @@ export class TaskLists {
   private async changeInput<T>(p: Principal, sid: string, tid: string, what: string, change: (tx: Tx, task: TaskRow, list: ListRow) => Promise<T>): Promise<T> {
     await this.tasks.get(p, sid, tid, 'write');
     return this.db.transaction(async (tx) => {
-      const task = await store.getTask(tx, tid, true);
+      const task = await store.getTask(tx, tid, { lock: true });
       if (!task) throw taskNotFound(tid, sid);
       if (isActive(task)) throw taskActive(task, what);
       const result = await change(tx, task, await this.listOf(tx, task, 'input'));

@@ -4,13 +4,14 @@ import { ActionService } from './action-service.js';
 import { actionRoutes } from './action-routes.js';
 import { ItemInterrupts } from './item-interrupts.js';
 import { ItemRunner } from './item-runner.js';
-import { failChunk, pendingChunks, settleStranded } from './item-state-store.js';
+import { failChunk, settleStranded } from '../store/task-store.js';
+import { pendingChunks } from '../store/item-queries.js';
 import { settle } from './settle.js';
 
 export { ActionService } from './action-service.js';
 export { presentCstats } from './present.js';
 export { itemReporter } from './item-reporter.js';
-export { reportedItems } from './item-state-store.js';
+export { reportedItems } from '../store/item-queries.js';
 export { ACTIVE_STATUSES, TASK_STATUSES, TASK_TRANSITIONS, type TaskStatus } from './task-states.js';
 
 /** One action service per process's services (the routes and other areas share it). */
