@@ -63,7 +63,7 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     const repository = new RepositoryService(db, registry, policy, outbox, config.server.maxUploadBytes);
     const commands = new CommandService(db, repository, policy, outbox, config.commands.expirySec);
     const tasks = new TaskService(db, registry, policy);
-    const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }));
+    const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }), config.lists.maxItems);
     return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists };
   } catch (err) {
     await queue.close().catch(() => {});
