@@ -10,6 +10,8 @@ import { RepositoryService } from '../areas/repository/repository-service.js';
 import { CommandService } from '../areas/commands/command-service.js';
 import { TaskService } from '../areas/tasks/task-service.js';
 import { TaskLists } from '../areas/tasks/task-lists.js';
+import { ActionService } from '../areas/tasks/actions/action-service.js';
+import { ListService } from '../areas/lists/list-service.js';
 import type { Logger } from '../logging/logger.js';
 import { Metrics } from '../metrics/metrics.js';
 import { createJobQueue } from '../queue/job-queue.js';
@@ -64,7 +66,14 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     const commands = new CommandService(db, repository, policy, outbox, config.commands.expirySec);
     const tasks = new TaskService(db, registry, policy);
     const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }), config.lists.maxItems);
-    return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists };
+    const taskActions = new ActionService({
+      db, registry, policy, outbox, log: log.child({ component: 'task-actions' }), itemsPerJob: config.queues.taskItemsPerJob,
+    });
+    const lists = new ListService({
+      db, policy, log: log.child({ component: 'lists' }), maxItems: config.lists.maxItems,
+      fetch: { timeoutMs: config.commands.importTimeoutMs, allowPrivate: config.commands.importAllowPrivate },
+    });
+    return { config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists };
   } catch (err) {
     await queue.close().catch(() => {});
     await db.close().catch(() => {});

@@ -9,6 +9,8 @@ import type { RepositoryService } from '../areas/repository/repository-service.j
 import type { CommandService } from '../areas/commands/command-service.js';
 import type { TaskService } from '../areas/tasks/task-service.js';
 import type { TaskLists } from '../areas/tasks/task-lists.js';
+import type { ActionService } from '../areas/tasks/actions/action-service.js';
+import type { ListService } from '../areas/lists/list-service.js';
 import type { Logger } from '../logging/logger.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { JobQueue } from '../queue/job-queue.js';
@@ -39,4 +41,8 @@ export interface Services {
   tasks: TaskService;
   /** A task's input and output lists (through the shared list store). */
   taskLists: TaskLists;
+  /** Task actions (start, pause, resume, abort). */
+  taskActions: ActionService;
+  /** Per-user lists. */
+  lists: ListService;
 }
