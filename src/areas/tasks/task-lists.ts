@@ -32,7 +32,7 @@ import type { TaskListKind } from './present.js';
  * (`CopyEncodable`, a CSV body) keep that, with the same check made where
  * they are encoded.
  */
-export function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<StoreItem> {
+function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<StoreItem> {
   const encodable = copyEncodable(items);
   const checked = fromBatches((async function* () {
     for await (const batch of batchesOf(items)) {

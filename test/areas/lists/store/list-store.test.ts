@@ -1,28 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ListItem } from '../../../../src/formats/index.js';
+import { describe, expect, it } from 'vitest';
 import * as store from '../../../../src/areas/lists/store/list-store.js';
 import type { Database } from '../../../../src/storage/driver/database.js';
-import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
+import { bothDrivers } from '../../../helpers/databases.js';
+import { items, newUserList, useDatabase } from './helpers.js';
 
 /** The list store on both drivers: positions stay dense, ids stay put. */
-
-const items = (n: number, from = 0): ListItem[] =>
-  Array.from({ length: n }, (_, i) => ({ href: `/doc/${from + i}`, metadata: { n: String(from + i) } }));
 
 const hrefsOf = async (db: Database, lid: string) => (await store.pageItems(db, lid, { offset: 0, limit: 500, sort: [] })).map((r) => [r.position, r.href]);
 
 for (const [driver, open] of bothDrivers()) {
   describe(`list store on ${driver}`, () => {
-    let t: TestDatabase;
     let db: Database;
-    beforeAll(async () => {
-      t = await open();
-      db = t.db;
-    });
-    afterAll(() => t.drop());
-
-    const newList = (creator = 'ann') => store.createList(db, { kind: 'user', name: 'L', metadata: { a: { b: '1' } }, creator });
+    useDatabase(open, (d) => (db = d));
+    const newList = (creator?: string) => newUserList(db, creator);
 
     it('creates, reads, replaces, patches and deletes list metadata', async () => {
       const list = await newList();

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ListItem } from '../../../../../src/formats/index.js';
 import { insertItemsFrom } from '../../../../../src/areas/lists/store/bulk/insert-items.js';
 import * as store from '../../../../../src/areas/lists/store/list-store.js';
 import type { Database } from '../../../../../src/storage/driver/database.js';
-import { bothDrivers, type TestDatabase } from '../../../../helpers/databases.js';
+import { bothDrivers } from '../../../../helpers/databases.js';
+import { items, newUserList, useDatabase } from '../helpers.js';
 
 /** Bulk imports on both drivers (COPY on PostgreSQL, multi-row INSERTs on PGlite): batches stream in the caller's transaction. */
-
-const items = (n: number, from = 0): ListItem[] =>
-  Array.from({ length: n }, (_, i) => ({ href: `/doc/${from + i}`, metadata: { n: String(from + i) } }));
 
 async function* generate(n: number, failAt?: number): AsyncGenerator<ListItem> {
   for (let i = 0; i < n; i++) {
@@ -20,14 +18,9 @@ async function* generate(n: number, failAt?: number): AsyncGenerator<ListItem> {
 
 for (const [driver, open] of bothDrivers()) {
   describe(`bulk import on ${driver}`, () => {
-    let t: TestDatabase;
     let db: Database;
-    beforeAll(async () => {
-      t = await open();
-      db = t.db;
-    });
-    afterAll(() => t.drop());
-    const newList = (creator = 'ann') => store.createList(db, { kind: 'user', name: 'L', metadata: { a: { b: '1' } }, creator });
+    useDatabase(open, (d) => (db = d));
+    const newList = (creator?: string) => newUserList(db, creator);
 
     it('batch-inserts a stream in chunks inside the caller transaction', async () => {
       const list = await newList();
