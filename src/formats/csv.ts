@@ -54,10 +54,10 @@ const LF = 0x0a;
 
 /**
  * csv-parse's stream, whose records (after the header) that have an empty
- * field come with their quoted empties marked (`Field[]`). csv-parse alone
- * does not tell: its `raw: true` gives each record's text but costs
- * 0.3–0.4 s of CPU per 1,000,000 rows, a tenth of the parse (every byte
- * appended to a buffer, a string per record; docs/benchmarks.md), `cast`
+ * field come with their quoted empties marked (`Field[]`). csv-parse's public
+ * API does not tell at a price the import can pay: its `raw: true` gives each
+ * record's text but costs 0.3–0.4 s of CPU per 1,000,000 rows, a tenth of
+ * the parse (every byte appended to a buffer, a string per record), `cast`
  * costs several times the whole parse, and `on_record`
  * builds an info object per record. Instead this keeps the input chunks the
  * record being parsed lies in, and reads `info.bytes`, which csv-parse 7 sets
@@ -69,6 +69,11 @@ const LF = 0x0a;
  * parsed on (blank lines are dropped as they come), so about one record and
  * one chunk. csv-quoted-empties.test.ts holds this to csv-parse's behaviour
  * (every chunking, BOM, CRLF, blank lines, UTF-8).
+ *
+ * Beyond the public API this reads `info.bytes` and `info.records` at each
+ * push and `state.record` / `state.stop` (`#tooManyFields`), csv-parse
+ * internals: package.json pins csv-parse exactly, and
+ * csv-parse-internals.test.ts fails when an upgrade moves them.
  */
 class MarkingParser extends Parser {
   /** The input from `chunksStart` (an offset into the input) on, as it came; the last chunk ends at the input read so far. */

@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
 import { AppError } from '../errors/app-error.js';
 import { parseCsv, writeCsv } from './csv.js';
-import { withCsvThread } from './csv-thread.js';
 import { parseJson, writeJson } from './json.js';
 import { DEFAULT_LIST_LIMITS, type ListLimits, type ListSource, type ParsedList } from './list-document.js';
 import { parseRlist, writeRlist } from './rlist.js';
@@ -55,10 +54,10 @@ export function exportFormat(accepts: (...types: string[]) => string | false): L
   return format;
 }
 
-/** Parses a list body as it streams in (see `ParsedList`). */
+/** Parses a list body as it streams in (see `ParsedList`), on the calling thread. */
 export function parseList(format: ListFormat, source: Readable, limits: Partial<ListLimits> = {}): ParsedList {
   const all = { ...DEFAULT_LIST_LIMITS, ...limits };
-  if (format.name === 'csv') return withCsvThread(parseCsv(source, all), source, all);
+  if (format.name === 'csv') return parseCsv(source, all);
   if (format.name === 'rlist') return parseRlist(source, all);
   return parseJson(source, all);
 }
@@ -70,5 +69,5 @@ export async function writeList(format: ListFormat, list: ListSource): Promise<R
   return writeJson(list);
 }
 
-export { batchesOf, collectList, copyEncodable, DEFAULT_LIST_LIMITS, fromBatches } from './list-document.js';
-export type { CopyChunk, CopyEncodable, CopyTarget, ItemBatches, ItemLocation, ListHeader, ListItem, ListLimits, ListSource, Metadata, ParsedList, ParsedListItem } from './list-document.js';
+export { batchesOf, collectList, DEFAULT_LIST_LIMITS, fromBatches } from './list-document.js';
+export type { ItemBatches, ItemLocation, ListHeader, ListItem, ListLimits, ListSource, Metadata, ParsedList, ParsedListItem } from './list-document.js';

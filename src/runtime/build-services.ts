@@ -10,6 +10,8 @@ import { RepositoryService } from '../areas/repository/repository-service.js';
 import { CommandService } from '../areas/commands/command-service.js';
 import { TaskService } from '../areas/tasks/task-service.js';
 import { TaskLists } from '../areas/tasks/task-lists.js';
+import { ActionService } from '../areas/tasks/actions/action-service.js';
+import { ListService } from '../areas/lists/list-service.js';
 import { PrintJobService } from '../areas/print/jobs/print-job-service.js';
 import { PrinterService } from '../areas/print/printers/printer-service.js';
 import { FlowService } from '../areas/print/flows/flow-service.js';
@@ -68,10 +70,17 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     const repository = new RepositoryService(db, registry, policy, outbox, config.server.maxUploadBytes);
     const commands = new CommandService(db, repository, policy, outbox, config.commands.expirySec);
     const tasks = new TaskService(db, registry, policy);
-    const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }));
+    const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }), config.lists.maxItems);
+    const taskActions = new ActionService({
+      db, registry, policy, outbox, log: log.child({ component: 'task-actions' }), itemsPerJob: config.queues.taskItemsPerJob,
+    });
+    const lists = new ListService({
+      db, policy, log: log.child({ component: 'lists' }), maxItems: config.lists.maxItems,
+      fetch: { timeoutMs: config.commands.importTimeoutMs, allowPrivate: config.commands.importAllowPrivate },
+    });
     const print = { config, log, db, blobs, outbox, policy };
     return {
-      config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists,
+      config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists,
       printJobs: new PrintJobService(print), printers: new PrinterService(print), printFlows: new FlowService(print),
       printConfig: new PrintConfigService(print), printStatistics: new PrintStatisticsService(print),
     };

@@ -9,6 +9,8 @@ import type { RepositoryService } from '../areas/repository/repository-service.j
 import type { CommandService } from '../areas/commands/command-service.js';
 import type { TaskService } from '../areas/tasks/task-service.js';
 import type { TaskLists } from '../areas/tasks/task-lists.js';
+import type { ActionService } from '../areas/tasks/actions/action-service.js';
+import type { ListService } from '../areas/lists/list-service.js';
 import type { PrintJobService } from '../areas/print/jobs/print-job-service.js';
 import type { PrinterService } from '../areas/print/printers/printer-service.js';
 import type { FlowService } from '../areas/print/flows/flow-service.js';
@@ -44,6 +46,10 @@ export interface Services {
   tasks: TaskService;
   /** A task's input and output lists (through the shared list store). */
   taskLists: TaskLists;
+  /** Task actions (start, pause, resume, abort). */
+  taskActions: ActionService;
+  /** Per-user lists. */
+  lists: ListService;
   /** The print API's domain operations (`/v3`): jobs, printers, flows, configuration keys, statistics. */
   printJobs: PrintJobService;
   printers: PrinterService;

@@ -3,9 +3,11 @@ import type { Action } from '../../config/schema.js';
 import type { Policy } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
-import { type ListFormat, LIST_FORMATS, importFormat, parseList } from '../../formats/index.js';
+import { type ListFormat, LIST_FORMATS, importFormat } from '../../formats/index.js';
 import type { ListItem, Metadata } from '../../formats/index.js';
 import * as store from './store/list-store.js';
+import { insertItemsFrom } from './store/bulk/insert-items.js';
+import { parseForImport } from './store/bulk/parse-import.js';
 import type { ItemRow, ListRow } from './store/list-store.js';
 import { displayUrl, safeFetch } from '../../net/safe-fetch.js';
 import type { ListQuery } from '../../query/tree.js';
@@ -29,7 +31,7 @@ const BY_EXTENSION: ReadonlyMap<string, ListFormat['name']> = new Map([['.csv', 
  * The per-user lists (spec: Lists): rights, rules and the import/export
  * flow; never sees HTTP. Lists are the caller's own: another user's list is
  * 404 as if it did not exist (nothing about it is shown), unless a role gives
- * the `all` scope on `lists`. All SQL is in `src/areas/lists/store/list-store.ts`.
+ * the `all` scope on `lists`. All SQL is in the list store (`store/list-store.ts`).
  */
 export class ListService {
   constructor(private readonly o: ListServiceOptions) {}
@@ -70,10 +72,10 @@ export class ListService {
     this.o.policy.require(p, 'lists', 'write');
     const { format, body } = 'href' in input ? await this.fetch(input.href) : { format: importFormat(input.contentType), body: input.body };
     try {
-      const parsed = parseList(format, body, { maxItems: this.o.maxItems });
+      const parsed = parseForImport(format, body, { maxItems: this.o.maxItems });
       return await this.o.db.transaction(async (tx) => {
         const list = await store.createList(tx, { kind: 'user', creator: p.user });
-        await store.insertItemsFrom(tx, list.lid, parsed.items);
+        await insertItemsFrom(tx, list.lid, parsed.items);
         const header = parsed.header();
         return (await store.replaceList(tx, list.lid, { name: header.name ?? null, metadata: header.metadata }))!;
       });

@@ -9,7 +9,6 @@ import { jsonBody } from '../../api/middleware/json-body.js';
 import { requestBody } from '../../api/middleware/body-timeout.js';
 import { body, principal, query, uuidParam } from '../../api/context.js';
 import { validate } from '../../api/validate.js';
-import type { ListService } from './list-service.js';
 import { embeddedParts, presentItem, presentList, streamListJson } from './present.js';
 import { HREF_MAX, LIST_EMBEDS, type ListEmbed, itemSchema, patchItemSchema, patchListSchema, replaceItemSchema, replaceListSchema } from './schema.js';
 
@@ -46,8 +45,9 @@ function hasBody(ctx: Context): boolean {
 }
 
 /** The per-user lists (spec: Lists). Export and import by media type: `src/formats/`. */
-export function listRoutes(s: Services, lists: ListService): Router {
+export function listRoutes(s: Services): Router {
   const router = new Router();
+  const lists = s.lists;
   const json = jsonBody(s.config.server.jsonLimit);
   const optionalJson = jsonBody(s.config.server.jsonLimit, { optional: true });
 

@@ -3,6 +3,7 @@ import type { Sql } from '../../storage/driver/database.js';
 import { throwSqlError } from '../../errors/sql-errors.js';
 import type { EntryRow } from './entry.js';
 import * as store from './entry-store.js';
+import { entryRows } from './entry-rows.js';
 import type { OnRollback } from './undoable.js';
 
 /**
@@ -52,5 +53,5 @@ export async function followPath(tx: Sql, backend: RepositoryBackend, entry: Ent
   await store.rewritePaths(tx, entry.sid, entry.path, path);
   if (entry.type !== 'collection' || !backend.refresh) return;
   const deepest = await store.deepestBelow(tx, entry.sid, path);
-  if (deepest) await backend.refresh(tx, deepest);
+  if (deepest) await backend.refresh(entryRows(tx, entry.sid), deepest);
 }

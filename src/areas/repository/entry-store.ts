@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import type { ChangedContent, FoundEntry, SeenChild, SyncChild } from '../../connectors/facets/repository.js';
 import type { Sql } from '../../storage/driver/database.js';
 import { throwSqlError } from '../../errors/sql-errors.js';
 import { fieldMap } from '../../query/fields.js';
@@ -25,6 +26,8 @@ export const ENTRY_FIELDS = fieldMap({
 
 const COLS = `uuid, sid, parent, name, type, metadata, creator, owner, created, modified, size, mime_type,
   sha256, content_version, path, preview_sha256, thumb_sha256, preview_of, preview_error`;
+/** `COLS` of the row aliased `e` (statements joining entries to something else). */
+const E_COLS = COLS.split(',').map((c) => `e.${c.trim()}`).join(', ');
 
 /** Deterministic id of a service's root collection, so concurrent first uses agree. */
 export function rootUuid(sid: string): string {
@@ -157,13 +160,19 @@ export async function nameTaken(sql: Sql, sid: string, parent: string, name: str
   return rowCount > 0;
 }
 
-/** After a backend rename or move, descendants' stored paths follow their collection. */
-export async function rewritePaths(tx: Sql, sid: string, oldPath: string, newPath: string): Promise<void> {
-  await tx.query(
+/**
+ * After a backend rename or move of a collection, the stored paths of every
+ * row below it follow. Returns the number of rows updated. The prefix test
+ * uses `left()`, not LIKE, so '%' and '_' in names are literal.
+ */
+export async function rewritePaths(tx: Sql, sid: string, oldPath: string, newPath: string): Promise<number> {
+  if (oldPath === '') throw new Error('the root has no new path');
+  const { rowCount } = await tx.query(
     `UPDATE entries SET path = $3 || substr(path, length($2) + 1)
      WHERE sid = $1 AND left(path, length($2) + 1) = $2 || '/'`,
     [sid, oldPath, newPath],
   );
+  return rowCount;
 }
 
 export async function setContent(
@@ -209,13 +218,129 @@ export async function deleteEntry(sql: Sql, sid: string, uuid: string): Promise<
   await sql.query('DELETE FROM entries WHERE sid = $1 AND uuid = $2', [sid, uuid]);
 }
 
+// ---------------------------------------------------------------- rows a backend keeps in step (entry-rows.ts)
+
+/** Rows per bulk statement of a sync: keeps each parameter array a few hundred KB. */
+const SYNC_BATCH = 5_000;
+
+/** What a sync compares with the disk: the direct children of `parent`. */
+export async function syncChildren(sql: Sql, sid: string, parent: string): Promise<SyncChild[]> {
+  const { rows } = await sql.query<SyncChild>(
+    'SELECT uuid, name, type, size, modified, content_version FROM entries WHERE sid = $1 AND parent = $2',
+    [sid, parent],
+  );
+  return rows;
+}
+
+/** The collections with a path directly below `parent` (a recursive sync descends into them). */
+export async function childCollections(sql: Sql, sid: string, parent: string): Promise<{ uuid: string; path: string }[]> {
+  const { rows } = await sql.query<{ uuid: string; path: string }>(
+    `SELECT uuid, path FROM entries WHERE sid = $1 AND parent = $2 AND type = 'collection' AND path IS NOT NULL`,
+    [sid, parent],
+  );
+  return rows;
+}
+
+/**
+ * Inserts rows for entries found below `parent`, with fresh ids. ON CONFLICT
+ * DO NOTHING: a concurrent sync of the same collection may insert the same names.
+ */
+export async function insertFound(sql: Sql, sid: string, parent: string, found: readonly FoundEntry[]): Promise<void> {
+  for (let i = 0; i < found.length; i += SYNC_BATCH) {
+    const chunk = found.slice(i, i + SYNC_BATCH);
+    await sql.query(
+      `INSERT INTO entries (uuid, sid, parent, name, type, path, size, mime_type, content_version, created, modified)
+       SELECT x.uuid, $1, $2::uuid, x.name, x.type, x.path, x.size, x.mime, x.cv, x.created, x.modified
+         FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[],
+                     $10::timestamptz[], $11::timestamptz[])
+           AS x(uuid, name, type, path, size, mime, cv, created, modified)
+       ON CONFLICT DO NOTHING`,
+      [
+        sid, parent,
+        chunk.map(() => randomUUID()),
+        chunk.map((e) => e.name),
+        chunk.map((e) => e.type),
+        chunk.map((e) => e.path),
+        chunk.map((e) => e.size),
+        chunk.map((e) => e.mimeType),
+        chunk.map((e) => e.contentVersion),
+        chunk.map((e) => e.created.toISOString()),
+        chunk.map((e) => e.modified.toISOString()),
+      ],
+    );
+  }
+}
+
+/**
+ * Deletes children of `parent` that still have the name and type seen: an
+ * entry renamed through the API meanwhile (disk renamed, row locked until
+ * COMMIT) is re-checked against its new row and kept.
+ */
+export async function deleteSeen(sql: Sql, sid: string, parent: string, seen: readonly SeenChild[]): Promise<void> {
+  for (let i = 0; i < seen.length; i += SYNC_BATCH) {
+    const chunk = seen.slice(i, i + SYNC_BATCH);
+    await sql.query(
+      `DELETE FROM entries e USING unnest($2::uuid[], $3::text[], $4::text[]) AS x(uuid, name, type)
+        WHERE e.sid = $1 AND e.parent = $5 AND e.uuid = x.uuid AND e.name = x.name AND e.type = x.type`,
+      [sid, chunk.map((r) => r.uuid), chunk.map((r) => r.name), chunk.map((r) => r.type), parent],
+    );
+  }
+}
+
+/**
+ * Deletes the children of `parent` still below `path` (its directory is gone):
+ * a collection renamed through the API holds its rows' locks while the disk
+ * already shows the new name; once it commits, its rows no longer match.
+ */
+export async function deleteChildrenBelow(sql: Sql, sid: string, parent: string, path: string): Promise<void> {
+  await sql.query(
+    `DELETE FROM entries WHERE sid = $1 AND parent = $2 AND left(path, length($3) + 1) = $3 || '/'`,
+    [sid, parent, path],
+  );
+}
+
+/**
+ * Deletes the entry unless its path moved meanwhile: a rename or move through
+ * the API holds the row lock while the disk already shows the new place, and
+ * this DELETE waits for it, then finds the new path. False when nothing went.
+ */
+export async function deleteAtPath(sql: Sql, sid: string, uuid: string, path: string): Promise<boolean> {
+  const { rowCount } = await sql.query('DELETE FROM entries WHERE sid = $1 AND uuid = $2 AND path = $3', [sid, uuid, path]);
+  return rowCount > 0;
+}
+
+/** Records content changed behind the service's back; the sha256 is unknown again until the content is read or rewritten. */
+export async function updateFoundContent(sql: Sql, sid: string, changes: readonly ChangedContent[]): Promise<EntryRow[]> {
+  const out: EntryRow[] = [];
+  for (let i = 0; i < changes.length; i += SYNC_BATCH) {
+    const chunk = changes.slice(i, i + SYNC_BATCH);
+    const { rows } = await sql.query<EntryRow>(
+      `UPDATE entries e SET size = x.size, modified = x.modified, content_version = x.cv, sha256 = NULL,
+              mime_type = COALESCE(e.mime_type, x.mime)
+         FROM unnest($2::uuid[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[]) AS x(uuid, size, modified, cv, mime)
+        WHERE e.sid = $1 AND e.uuid = x.uuid
+        RETURNING ${E_COLS}`,
+      [
+        sid,
+        chunk.map((c) => c.uuid),
+        chunk.map((c) => c.size),
+        chunk.map((c) => c.modified.toISOString()),
+        chunk.map((c) => c.contentVersion),
+        chunk.map((c) => c.mimeType),
+      ],
+    );
+    out.push(...rows);
+  }
+  return out;
+}
+
 /** The entry and all entries below it, collections before their children. */
 export async function subtree(sql: Sql, sid: string, uuid: string): Promise<EntryRow[]> {
   const { rows } = await sql.query<EntryRow>(
     `WITH RECURSIVE t AS (
        SELECT ${COLS}, 0 AS depth FROM entries WHERE sid = $1 AND uuid = $2
        UNION ALL
-       SELECT ${COLS.split(',').map((c) => `e.${c.trim()}`).join(', ')}, t.depth + 1 FROM entries e
+       SELECT ${E_COLS}, t.depth + 1 FROM entries e
        -- within the service (the (sid, parent, name) index), and only below collections: no scan of the whole table per level
        JOIN t ON e.sid = $1 AND e.parent = t.uuid WHERE t.type = 'collection'
      ) SELECT ${COLS} FROM t ORDER BY depth, name`,

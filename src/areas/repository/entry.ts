@@ -1,25 +1,7 @@
-/** A repository entry as stored (one row of `entries`). */
-export interface EntryRow {
-  uuid: string;
-  sid: string;
-  parent: string | null;
-  name: string;
-  type: 'document' | 'collection';
-  metadata: Record<string, unknown>;
-  creator: string | null;
-  owner: string | null;
-  created: Date;
-  modified: Date;
-  size: number | null;
-  mime_type: string | null;
-  sha256: string | null;
-  content_version: string | null;
-  path: string | null;
-  preview_sha256: string | null;
-  thumb_sha256: string | null;
-  preview_of: string | null;
-  preview_error: string | null;
-}
+import type { EntryRow } from '../../connectors/facets/repository.js';
+
+/** A repository entry as stored (one row of `entries`): the repository facet declares it, since every backend is handed one. */
+export type { EntryRow };
 
 /** The content of a document being written or read. */
 export interface ContentInfo {

@@ -10,6 +10,7 @@ import type { Database, Sql } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
 import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
+import { entryRows } from './entry-rows.js';
 import { assertValidName } from './names.js';
 import { metadataProblem } from './metadata-rules.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
@@ -86,7 +87,7 @@ export class RepositoryService {
   async get(p: Principal, sid: string, uuid: string, action: 'read' | 'write' | 'delete' = 'read'): Promise<EntryRow> {
     const { backend } = this.backend(sid);
     let entry = await store.getEntry(this.db, sid, uuid);
-    if (entry && backend.refresh && entry.parent !== null) entry = await backend.refresh(this.db, entry);
+    if (entry && backend.refresh && entry.parent !== null) entry = await backend.refresh(entryRows(this.db, sid), entry);
     if (!entry) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
     this.authorize(p, entry, action);
     return entry;
@@ -140,7 +141,7 @@ export class RepositoryService {
     let running = this.syncs.get(key);
     if (!running) {
       this.syncsStarted++;
-      running = this.db.transaction((tx) => backend.sync!(tx, collection, recursive)).finally(() => this.syncs.delete(key));
+      running = this.db.transaction((tx) => backend.sync!(entryRows(tx, sid), collection, recursive)).finally(() => this.syncs.delete(key));
       this.syncs.set(key, running);
     }
     return running;
@@ -168,7 +169,7 @@ export class RepositoryService {
     return transactionWithUndo(this.db, async (tx, onRollback) => {
       const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid }, () => backend.create(row, parent)))!;
       // a backend that keeps files fills in what the new (empty) file looks like
-      return (backend.refresh ? await backend.refresh(tx, stored) : stored) ?? stored;
+      return (backend.refresh ? await backend.refresh(entryRows(tx, sid), stored) : stored) ?? stored;
     });
   }
 

@@ -1,20 +1,42 @@
 import type { Area } from '../area.js';
-import { taskActionsArea } from './actions/index.js';
+import { actionRoutes } from './actions/action-routes.js';
+import { ItemInterrupts } from './actions/item-interrupts.js';
+import { ItemRunner } from './actions/item-runner.js';
+import { settle } from './actions/settle.js';
+import { pendingChunks } from './store/item-queries.js';
+import { failChunk, settleStranded } from './store/task-store.js';
 import { taskRoutes } from './routes.js';
 
 /**
  * Tasks of the services' connectors: the task rows, their input and output
- * lists, and their actions (`actions/`: the action route, the `task.items`
- * job, its reconcile source).
+ * lists, and their actions (`actions/`): the action route, the `task.items`
+ * job that runs input items through the service's connector, and the
+ * reconcile source for processing tasks whose items have no live job.
  */
 export const tasksArea: Area = {
   name: 'tasks',
   v1(s) {
     const router = taskRoutes(s);
-    router.use(taskActionsArea.v1!(s).routes());
+    router.use(actionRoutes(s).routes());
     return router;
   },
-  jobs: taskActionsArea.jobs,
-  pending: taskActionsArea.pending,
-  abandon: taskActionsArea.abandon,
+  jobs(s) {
+    const log = s.log.child({ component: 'task-items' });
+    const interrupts = new ItemInterrupts(s.db, log);
+    interrupts.listen();
+    const runner = new ItemRunner({ db: s.db, registry: s.registry, outbox: s.outbox, interrupts, log });
+    return { 'task.items': (data, ctx) => runner.run(data, ctx) };
+  },
+  async pending(s, limit) {
+    // a task whose last item finished while its worker died before settling it has no job left to wait for
+    const settled = await settleStranded(s.db);
+    if (settled > 0) s.log.info({ settled }, 'settled processing tasks whose items had all finished');
+    return (await pendingChunks(s.db, limit)).map((data) => ({ name: 'task.items' as const, data }));
+  },
+  async abandon(s, job, reason) {
+    if (job.name !== 'task.items') return;
+    const { tid, run, chunk } = job.data;
+    await s.db.transaction((tx) => failChunk(tx, tid, run, chunk, `the item could not be run: ${reason}`));
+    await settle(s.db, tid);
+  },
 };

@@ -1,14 +1,14 @@
 import type { ItemRow, ListRow } from '../lists/store/list-store.js';
-import type { TaskRow } from './task-store.js';
+import type { TaskRow } from './store/task-store.js';
 import type { TaskEmbed } from './schema.js';
 
 export const taskHref = (t: Pick<TaskRow, 'sid' | 'tid'>) => `/v1/services/${encodeURIComponent(t.sid)}/tasks/${t.tid}`;
 
 /**
  * The task's `cstats` (DESIGN.md section 6): `{ "<jobId>": { state, item,
- * href, updated, message } }`. The task store selects it from the per-item
- * state rows the actions keep (`CSTATS_COLUMN`), never the old `tasks.cstats`
- * column; this is the one place a body takes it from.
+ * href, updated, message } }`. Task reads select it from the per-item rows
+ * (`store/cstats-column.ts`), already shaped; this is the one place a body
+ * takes it from.
  */
 export function presentCstats(t: TaskRow): Record<string, unknown> {
   return t.cstats;

@@ -8,12 +8,10 @@ import { requestBody } from '../../api/middleware/body-timeout.js';
 import { body, param, principal, query, uuidParam } from '../../api/context.js';
 import { embedParam } from '../../api/embed.js';
 import { validate } from '../../api/validate.js';
-import { importFormat, parseList } from '../../formats/index.js';
-import type { ListItem } from '../../formats/index.js';
+import { importFormat } from '../../formats/index.js';
 import type { ItemRow, ListRow } from '../lists/store/list-store.js';
-import { checkedItems } from './task-lists.js';
 import { presentTask, presentTaskItem, presentTaskList, type TaskListKind } from './present.js';
-import type { TaskRow } from './task-store.js';
+import type { TaskRow } from './store/task-store.js';
 import {
   appendItemSchema, createTaskSchema, LIST_EMBEDS, patchItemSchema, patchListSchema, patchTaskSchema,
   replaceItemSchema, replaceListSchema, replaceTaskSchema, TASK_EMBEDS, type TaskEmbed,
@@ -28,9 +26,6 @@ function flag(ctx: Context, name: string): boolean {
   if (v === 'true' || v === '1' || v === '') return true;
   throw new AppError('INVALID_QUERY', `${name} must be true or false`, { parameter: name });
 }
-
-/** Generated name of a task created from a CSV or RList body without a list name. */
-const generatedName = () => `task ${new Date().toISOString()}`;
 
 /** The tasks rows of the Document Workflow API (spec: Tasks), except the action route (actions). */
 export function taskRoutes(s: Services): Router {
@@ -73,18 +68,12 @@ export function taskRoutes(s: Services): Router {
     const format = importFormat(ctx.get('content-type') || undefined);
     if (format.name === 'json') {
       await json(ctx, async () => {});
-      const input = validate(createTaskSchema, body(ctx));
-      const list = input.lists?.input;
-      const items = (list?.embedded.listItems ?? []).map((i, index): ListItem & { at: { index: number } } => ({ href: i.href, metadata: i.metadata, at: { index } }));
-      const { task } = await tasks.create(p, sid, input, owner, (tx, t) =>
-        taskLists.createFor(tx, t, { metadata: list?.metadata ?? {} }, checkedItems(iterate(items))));
+      const task = await taskLists.create(p, sid, validate(createTaskSchema, body(ctx)), owner);
       ctx.body = await present(task, new Set(), true);
       return;
     }
     // CSV or RList: parsed as it streams in, inserted in the task's transaction
-    const parsed = parseList(format, requestBody(ctx), { maxItems: s.config.lists.maxItems });
-    const { task } = await tasks.create(p, sid, { name: generatedName(), metadata: {} }, owner, (tx, t) =>
-      taskLists.createFor(tx, t, { metadata: {} }, checkedItems(parsed.items), () => parsed.header()));
+    const task = await taskLists.createFromList(p, sid, format, requestBody(ctx), owner);
     ctx.body = await present(task, new Set(), true);
   });
 
@@ -184,8 +173,4 @@ export function taskRoutes(s: Services): Router {
   });
 
   return router;
-}
-
-async function* iterate<T>(items: readonly T[]): AsyncGenerator<T> {
-  yield* items;
 }

@@ -1,18 +1,21 @@
 import type { Readable } from 'node:stream';
 import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
-import { batchesOf, copyEncodable, fromBatches, type CopyTarget, type ItemBatches, type ListItem, type ParsedListItem } from '../../formats/index.js';
+import { batchesOf, fromBatches, type ItemBatches, type ListFormat, type ListItem, type Metadata, type ParsedListItem } from '../../formats/index.js';
 import * as lists from '../lists/store/list-store.js';
 import type { ItemRow, ListRow, Placement, StoreItem } from '../lists/store/list-store.js';
 import { checkHref, docRef } from '../lists/store/doc-href.js';
+import { copyEncodable, type CopyTarget } from '../lists/store/bulk/copy-encodable.js';
+import { insertItemsFrom } from '../lists/store/bulk/insert-items.js';
+import { parseForImport } from '../lists/store/bulk/parse-import.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import type { Logger } from '../../logging/logger.js';
 import { safeFetch } from '../../net/safe-fetch.js';
 import type { Tx } from '../../storage/driver/database.js';
 import type { RepositoryService } from '../repository/repository-service.js';
-import { checkMerged, isActive, taskActive, taskNotFound, type TaskService } from './task-service.js';
-import * as store from './task-store.js';
-import type { TaskRow } from './task-store.js';
+import { checkMerged, isActive, taskActive, taskNotFound, type NewTaskInput, type TaskService } from './task-service.js';
+import * as store from './store/task-store.js';
+import type { TaskRow } from './store/task-store.js';
 import type { TaskListKind } from './present.js';
 
 /**
@@ -29,7 +32,7 @@ import type { TaskListKind } from './present.js';
  * (`CopyEncodable`, a CSV body) keep that, with the same check made where
  * they are encoded.
  */
-export function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<StoreItem> {
+function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<StoreItem> {
   const encodable = copyEncodable(items);
   const checked = fromBatches((async function* () {
     for await (const batch of batchesOf(items)) {
@@ -42,6 +45,19 @@ export function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<
     }
   })());
   return encodable ? { ...checked, copyChunks: (target: CopyTarget) => encodable.copyChunks(target, { checkHrefs: true }) } as ItemBatches<StoreItem> : checked;
+}
+
+/** The input list of the create body (validated by the route's schema). */
+export interface InputListBody {
+  metadata: Metadata;
+  embedded: { listItems: readonly ListItem[] };
+}
+
+/** Generated name of a task created from a CSV or RList body without a list name. */
+const generatedName = () => `task ${new Date().toISOString()}`;
+
+async function* iterate<T>(items: readonly T[]): AsyncGenerator<T> {
+  yield* items;
 }
 
 export const itemNotFound = (tid: string, kind: TaskListKind, id: string) =>
@@ -58,26 +74,49 @@ export class TaskLists {
     private readonly repository: RepositoryService,
     private readonly fetch: ContentFetch,
     private readonly log: Logger,
+    /** Items a CSV or RList body may hold (`lists.maxItems`). */
+    private readonly maxItems: number,
   ) {}
 
   private get db() {
     return this.tasks.db;
   }
 
-  /** Creates the task's two lists in its creation transaction and fills the input list from `items`. */
+  /** A task from the create body (JSON) with its input list; the items' hrefs are checked, all in the task's transaction. */
+  async create(p: Principal, sid: string, input: NewTaskInput & { lists?: { input?: InputListBody } }, owner: string | null): Promise<TaskRow> {
+    const list = input.lists?.input;
+    const items = (list?.embedded.listItems ?? []).map((i, index): ParsedListItem => ({ href: i.href, metadata: i.metadata, at: { index } }));
+    const { task } = await this.tasks.create(p, sid, input, owner, (tx, t) =>
+      this.createFor(tx, t, { metadata: list?.metadata ?? {} }, checkedItems(iterate(items))));
+    return task;
+  }
+
+  /**
+   * A task from a CSV or RList body (a generated name; the list's name and
+   * metadata go to its input list): the body is parsed as it streams in and
+   * its items inserted in the task's transaction, so a bad row leaves
+   * nothing behind.
+   */
+  async createFromList(p: Principal, sid: string, format: ListFormat, body: Readable, owner: string | null): Promise<TaskRow> {
+    const parsed = parseForImport(format, body, { maxItems: this.maxItems });
+    const { task } = await this.tasks.create(p, sid, { name: generatedName(), metadata: {} }, owner, (tx, t) =>
+      this.createFor(tx, t, { metadata: {} }, checkedItems(parsed.items), () => parsed.header()));
+    return task;
+  }
+
   /**
    * Creates the task's two lists in its creation transaction and fills the
    * input list from `items`. `header` gives the list's name and metadata once
    * the items are read (a CSV or RList body carries them anywhere in it).
    */
-  async createFor(
+  private async createFor(
     tx: Tx, task: TaskRow, input: { metadata: Record<string, unknown> }, items: AsyncIterable<ListItem>,
     header?: () => { name?: string; metadata: Record<string, unknown> },
   ): Promise<ListRow> {
     const base = { tid: task.tid, creator: task.creator, owner: task.owner };
     const list = await lists.createList(tx, { ...base, kind: 'input', metadata: input.metadata });
     await lists.createList(tx, { ...base, kind: 'output' });
-    await lists.insertItemsFrom(tx, list.lid, items);
+    await insertItemsFrom(tx, list.lid, items);
     if (!header) return list;
     const h = header();
     return (await lists.replaceList(tx, list.lid, { name: h.name ?? null, metadata: h.metadata }))!;
@@ -118,7 +157,7 @@ export class TaskLists {
   private async changeInput<T>(p: Principal, sid: string, tid: string, what: string, change: (tx: Tx, task: TaskRow, list: ListRow) => Promise<T>): Promise<T> {
     await this.tasks.get(p, sid, tid, 'write');
     return this.db.transaction(async (tx) => {
-      const task = await store.getTask(tx, tid, true);
+      const task = await store.getTask(tx, tid, { lock: true });
       if (!task) throw taskNotFound(tid, sid);
       if (isActive(task)) throw taskActive(task, what);
       const result = await change(tx, task, await this.listOf(tx, task, 'input'));

@@ -8,10 +8,11 @@ import type { Database, Tx } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import { metadataProblem } from '../repository/metadata-rules.js';
-import * as store from './task-store.js';
+import * as store from './store/task-store.js';
+import { countTasks, listTasks, type TaskScope } from './store/task-queries.js';
 import { ACTIVE_STATUSES } from './actions/task-states.js';
 import { settle } from './actions/settle.js';
-import type { TaskRow, TaskScope } from './task-store.js';
+import type { TaskRow } from './store/task-store.js';
 
 /** Whether the task is active: no deletion, no change to it or its input list (DESIGN.md section 6). */
 export const isActive = (t: TaskRow) => (ACTIVE_STATUSES as readonly string[]).includes(t.status);
@@ -113,7 +114,7 @@ export class TaskService {
   async update(p: Principal, sid: string, tid: string, change: TaskChange, mode: 'replace' | 'merge'): Promise<TaskRow> {
     await this.get(p, sid, tid, 'write');
     return this.db.transaction(async (tx) => {
-      const task = await store.getTask(tx, tid, true);
+      const task = await store.getTask(tx, tid, { lock: true });
       if (!task) throw taskNotFound(tid, sid);
       if (isActive(task)) throw taskActive(task, 'cannot change the task');
       let metadata = task.metadata;
@@ -134,7 +135,7 @@ export class TaskService {
   async remove(p: Principal, sid: string, tid: string): Promise<void> {
     await this.get(p, sid, tid, 'delete');
     await this.db.transaction(async (tx) => {
-      const task = await store.getTask(tx, tid, true);
+      const task = await store.getTask(tx, tid, { lock: true });
       if (!task) throw taskNotFound(tid, sid);
       if (isActive(task)) throw taskActive(task, 'cannot delete the task');
       await store.deleteTask(tx, tid);
@@ -148,10 +149,10 @@ export class TaskService {
   }
 
   async search(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string, opts = { cstats: true }): Promise<TaskRow[]> {
-    return store.listTasks(this.db, this.scope(p, sid, inputDocument), q, opts);
+    return listTasks(this.db, this.scope(p, sid, inputDocument), q, opts);
   }
 
   async count(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string): Promise<number> {
-    return store.countTasks(this.db, this.scope(p, sid, inputDocument), q);
+    return countTasks(this.db, this.scope(p, sid, inputDocument), q);
   }
 }

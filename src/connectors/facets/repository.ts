@@ -1,6 +1,66 @@
 import type { Readable } from 'node:stream';
-import type { EntryRow } from '../../areas/repository/entry.js';
-import type { Sql } from '../../storage/driver/database.js';
+import { AppError } from '../../errors/app-error.js';
+
+/**
+ * A repository entry as the repository area stores it (one row of
+ * `entries`) and as every backend is handed it: the backend reads `path`,
+ * `type`, `name` and the content columns, and says what changed through
+ * return values or the `EntryRowsPort`, never by writing the row itself.
+ */
+export interface EntryRow {
+  uuid: string;
+  sid: string;
+  parent: string | null;
+  name: string;
+  type: 'document' | 'collection';
+  metadata: Record<string, unknown>;
+  creator: string | null;
+  owner: string | null;
+  created: Date;
+  modified: Date;
+  size: number | null;
+  mime_type: string | null;
+  sha256: string | null;
+  content_version: string | null;
+  path: string | null;
+  preview_sha256: string | null;
+  thumb_sha256: string | null;
+  preview_of: string | null;
+  preview_error: string | null;
+}
+
+/**
+ * The one rule for entry names, applied wherever a name enters: create,
+ * rename (PUT/PATCH), the `name` of copy, move and import, and the name an
+ * import derives from its URL. Connectors may add limits of their own on top
+ * (the filesystem: 255 UTF-8 bytes, names it reserves for temporary files).
+ *
+ * A name is 1 to 255 characters (Unicode code points), is not `.` or `..`,
+ * and contains no `/` or `\`, no control character (C0 0x00-0x1f, DEL 0x7f,
+ * C1 0x80-0x9f) and no lone surrogate (it could not be stored as UTF-8).
+ */
+export const NAME_MAX_CHARS = 255;
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** Why `name` is not a valid entry name, or undefined when it is. */
+export function nameProblem(name: string): string | undefined {
+  if (name.length === 0) return 'is empty';
+  if (name === '.' || name === '..') return 'is a relative directory reference';
+  if (name.includes('/') || name.includes('\\')) return 'contains a path separator ("/" or "\\")';
+  if (CONTROL.test(name)) return 'contains a control character';
+  if (LONE_SURROGATE.test(name)) return 'contains an unpaired surrogate (not valid Unicode)';
+  if ([...name].length > NAME_MAX_CHARS) return `is longer than ${NAME_MAX_CHARS} characters`;
+  return undefined;
+}
+
+/** Throws 400 INVALID_NAME (with `details.name`, shortened) unless `name` is valid. */
+export function assertValidName(name: string, what = 'the name'): void {
+  const problem = nameProblem(name);
+  if (problem) throw new AppError('INVALID_NAME', `${what} ${problem}`, { name: [...name].slice(0, 80).join('') });
+}
 
 export const COMMAND_NAMES = ['copy', 'move', 'delete', 'import', 'preview'] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
@@ -26,17 +86,73 @@ export interface StagedContent {
   discard(): Promise<void>;
 }
 
+/** A child row as a sync compares it with what the backend holds. */
+export type SyncChild = Pick<EntryRow, 'uuid' | 'name' | 'type' | 'size' | 'modified' | 'content_version'>;
+
+/** A child row as a sync saw it: deleted only while it still has this name and type. */
+export type SeenChild = Pick<EntryRow, 'uuid' | 'name' | 'type'>;
+
+/** An object the backend holds that has no row yet (content fields null for a collection). */
+export interface FoundEntry {
+  name: string;
+  type: 'document' | 'collection';
+  /** Where the backend keeps it (relative path). */
+  path: string;
+  size: number | null;
+  mimeType: string | null;
+  contentVersion: string | null;
+  created: Date;
+  modified: Date;
+}
+
+/** A document whose content changed behind the service's back, as the backend sees it now. */
+export interface ChangedContent {
+  uuid: string;
+  size: number;
+  modified: Date;
+  contentVersion: string;
+  /** Taken only when the row has no media type yet. */
+  mimeType: string;
+}
+
+/**
+ * The port through which a backend whose tree can change behind the
+ * database's back (filesystem) keeps the rows of `entries` in step with it.
+ * The repository area writes `entries` alone; it hands this port to `sync`
+ * and `refresh`, bound to one service and to the transaction they run in.
+ * Every removal is conditional on what the backend saw, so a rename or move
+ * through the API that holds the row locks meanwhile is waited for and kept.
+ */
+export interface EntryRowsPort {
+  /** The rows directly below the collection `parent`. */
+  children(parent: string): Promise<SyncChild[]>;
+  /** The collections with a path directly below `parent` (as stored, including other syncs' rows). */
+  childCollections(parent: string): Promise<{ uuid: string; path: string }[]>;
+  /** The entry as stored now, or undefined. */
+  get(uuid: string): Promise<EntryRow | undefined>;
+  /** Rows for objects found below `parent`; a name another sync inserted meanwhile keeps that row. */
+  add(parent: string, found: readonly FoundEntry[]): Promise<void>;
+  /** Removes children of `parent` that still have the name and type seen. */
+  remove(parent: string, seen: readonly SeenChild[]): Promise<void>;
+  /** Removes the children of `parent` still below `path` (the directory `path` is gone). */
+  removeChildrenBelow(parent: string, path: string): Promise<void>;
+  /** Removes the entry while its row's path is still `path`; false when it moved meanwhile or is gone. */
+  removeAt(uuid: string, path: string): Promise<boolean>;
+  /** Records new content facts (the sha256 becomes unknown); the rows as updated. */
+  updateContent(changes: readonly ChangedContent[]): Promise<EntryRow[]>;
+}
+
 /**
  * The storage side of a repository connector. Entry records (names, metadata,
  * ownership) always live in the `entries` table; a backend decides where the
- * bytes and the tree live and keeps the rows in step with them. Database access
- * is only the transaction handed to `sync` and `refresh`.
+ * bytes and the tree live and keeps the rows in step with them, through the
+ * `EntryRowsPort` handed to `sync` and `refresh` (its only way to the rows).
  */
 export interface RepositoryBackend {
   /** Brings the rows below `collection` in line with the backing store before a listing. */
-  sync?(tx: Sql, collection: EntryRow, recursive: boolean): Promise<void>;
+  sync?(rows: EntryRowsPort, collection: EntryRow, recursive: boolean): Promise<void>;
   /** Checks that the entry still exists in the backing store (undefined = gone; row removed). */
-  refresh?(tx: Sql, entry: EntryRow): Promise<EntryRow | undefined>;
+  refresh?(rows: EntryRowsPort, entry: EntryRow): Promise<EntryRow | undefined>;
   /** Creates the backing object for a new entry; returns its path when it has one. */
   create(entry: EntryRow, parent: EntryRow): Promise<{ path?: string }>;
   /** Renames the backing object; returns the new path. */

@@ -3,9 +3,8 @@ import { lstat, mkdir, rename, rm, writeFile, type FileHandle } from 'node:fs/pr
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RepositoryBackend, StagedContent, WrittenContent } from '../connector.js';
+import type { EntryRow, RepositoryBackend, StagedContent, WrittenContent } from '../connector.js';
 import { mappingFsErrors, withFsErrors } from './fs-errors.js';
-import type { EntryRow } from '../../areas/repository/entry.js';
 import { AppError, statusOf } from '../../errors/app-error.js';
 import { meteredHash } from '../../blobs/metered-hash.js';
 import { syncDir } from '../../blobs/dir-sync.js';
@@ -61,8 +60,8 @@ export function filesystemBackend(root: string): RepositoryBackend {
   }
 
   const backend: RepositoryBackend = {
-    sync: (tx, collection, recursive) => syncCollection(tx, root, collection, recursive),
-    refresh: (tx, entry) => refreshEntry(tx, root, entry),
+    sync: (rows, collection, recursive) => syncCollection(rows, root, collection, recursive),
+    refresh: (rows, entry) => refreshEntry(rows, root, entry),
 
     async create(entry, parent) {
       validateName(entry.name);

@@ -6,7 +6,6 @@ import { filesystemBackend } from './filesystem-backend.js';
 import { sweepFilesystemParts } from './part-sweep.js';
 
 export { filesystemBackend } from './filesystem-backend.js';
-export { rewriteDescendantPaths } from './filesystem-sync.js';
 
 // strictObject: an unknown option (say, a hoped-for `followSymlinks`) is a configuration error,
 // not silently ignored. Symlinks are never followed; there is deliberately no switch for it.

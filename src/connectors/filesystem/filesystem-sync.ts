@@ -1,16 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { lstat, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { EntryRow } from '../../areas/repository/entry.js';
-import type { Sql } from '../../storage/driver/database.js';
+import type { ChangedContent, EntryRow, EntryRowsPort, FoundEntry, SeenChild, SyncChild } from '../connector.js';
 import { AppError, statusOf } from '../../errors/app-error.js';
 import { TEMP_NAME, inspectInside, isValidName, joinRel } from './safe-path.js';
 
 /** A recursive sync stops descending once it has seen this many entries. */
 export const SYNC_LIMIT = 100_000;
-// Rows per bulk statement: keeps each parameter array a few hundred KB.
-const BATCH = 5_000;
 // Parallel lstat calls while reading a directory: enough to hide latency on network mounts.
 const STAT_CONCURRENCY = 64;
 
@@ -41,29 +37,13 @@ export function contentChanged(row: Pick<EntryRow, 'content_version' | 'size' | 
   return row.size !== st.size || Math.floor(st.mtimeMs) > new Date(row.modified).getTime();
 }
 
-/**
- * After a rename or move of a collection, points the `path` of every row below
- * it (of service `sid`) at the new place. Returns the number of rows updated.
- * The prefix test uses `left()`, not LIKE, so '%' and '_' in names are literal.
- */
-export async function rewriteDescendantPaths(tx: Sql, sid: string, oldPath: string, newPath: string): Promise<number> {
-  if (oldPath === '') throw new Error('the root has no new path');
-  const res = await tx.query(
-    `UPDATE entries SET path = $3 || substr(path, length($2) + 1)
-      WHERE sid = $1 AND path IS NOT NULL AND left(path, length($2) + 1) = $2 || '/'`,
-    [sid, oldPath, newPath],
-  );
-  return res.rowCount;
-}
-
-type ChildRow = Pick<EntryRow, 'uuid' | 'name' | 'type' | 'size' | 'modified' | 'content_version'>;
 interface DiskEntry {
   name: string;
   type: 'document' | 'collection';
   stats: Stats;
 }
 
-const iso = (ms: number): string => new Date(Math.floor(ms)).toISOString();
+const msDate = (ms: number): Date => new Date(Math.floor(ms));
 const isGone = (err: unknown): boolean =>
   (err instanceof AppError && (statusOf(err) === 404 || err.code === 'PATH_ESCAPE')) ||
   ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException | undefined)?.code ?? '');
@@ -96,7 +76,7 @@ async function assertSameDirectory(abs: string, before: Stats): Promise<void> {
 }
 
 /** Brings the direct children rows of one directory in line; returns how many entries it holds. */
-async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: string; path: string }): Promise<number> {
+async function syncDirectory(rows: EntryRowsPort, root: string, dir: { uuid: string; path: string }): Promise<number> {
   let disk: DiskEntry[];
   try {
     const { abs, stats } = await inspectInside(root, dir.path);
@@ -111,23 +91,14 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
     if (!isGone(err)) throw err;
     // A missing root is an outage (unmounted volume?), never a reason to drop every row.
     if (dir.path === '') throw new AppError('ROOT_UNAVAILABLE', 'the repository root directory is not available');
-    // Only rows still below the old path: a collection renamed through the API holds its rows'
-    // locks while the disk already shows the new name; once it commits, its rows no longer match.
-    await tx.query(
-      `DELETE FROM entries WHERE sid = $1 AND parent = $2 AND left(path, length($3) + 1) = $3 || '/'`,
-      [sid, dir.uuid, dir.path],
-    );
+    await rows.removeChildrenBelow(dir.uuid, dir.path);
     return 0;
   }
 
-  const { rows } = await tx.query<ChildRow>(
-    'SELECT uuid, name, type, size, modified, content_version FROM entries WHERE sid = $1 AND parent = $2',
-    [sid, dir.uuid],
-  );
-  const byName = new Map(rows.map((r) => [r.name, r]));
-  const removed: ChildRow[] = [];
+  const byName = new Map((await rows.children(dir.uuid)).map((r) => [r.name, r]));
+  const removed: SeenChild[] = [];
   const added: DiskEntry[] = [];
-  const changed: { row: ChildRow; entry: DiskEntry }[] = [];
+  const changed: { row: SyncChild; entry: DiskEntry }[] = [];
   for (const entry of disk) {
     const row = byName.get(entry.name);
     byName.delete(entry.name);
@@ -141,107 +112,65 @@ async function syncDirectory(tx: Sql, root: string, sid: string, dir: { uuid: st
   for (const row of byName.values()) removed.push(row);
 
   // Deletes first: a replaced entry keeps its name, and names are unique per parent.
-  for (let i = 0; i < removed.length; i += BATCH) {
-    const chunk = removed.slice(i, i + BATCH);
-    // Only rows that still have the name and type seen: an entry renamed through the API meanwhile
-    // (disk renamed, row locked until COMMIT) is re-checked against its new row and kept.
-    await tx.query(
-      `DELETE FROM entries e USING unnest($2::uuid[], $3::text[], $4::text[]) AS x(uuid, name, type)
-        WHERE e.sid = $1 AND e.parent = $5 AND e.uuid = x.uuid AND e.name = x.name AND e.type = x.type`,
-      [sid, chunk.map((r) => r.uuid), chunk.map((r) => r.name), chunk.map((r) => r.type), dir.uuid],
-    );
-  }
-  for (let i = 0; i < added.length; i += BATCH) {
-    const chunk = added.slice(i, i + BATCH);
-    const doc = (e: DiskEntry) => e.type === 'document';
-    // ON CONFLICT DO NOTHING: a concurrent listing of the same directory may insert the same names.
-    await tx.query(
-      `INSERT INTO entries (uuid, sid, parent, name, type, path, size, mime_type, content_version, created, modified)
-       SELECT x.uuid, $1, $2::uuid, x.name, x.type, x.path, x.size, x.mime, x.cv, x.created, x.modified
-         FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[],
-                     $10::timestamptz[], $11::timestamptz[])
-           AS x(uuid, name, type, path, size, mime, cv, created, modified)
-       ON CONFLICT DO NOTHING`,
-      [
-        sid, dir.uuid,
-        chunk.map(() => randomUUID()),
-        chunk.map((e) => e.name),
-        chunk.map((e) => e.type),
-        chunk.map((e) => joinRel(dir.path, e.name)),
-        chunk.map((e) => (doc(e) ? e.stats.size : null)),
-        chunk.map((e) => (doc(e) ? guessMimeType(e.name) : null)),
-        chunk.map((e) => (doc(e) ? fingerprint(e.stats) : null)),
-        chunk.map((e) => iso(e.stats.birthtimeMs > 0 ? e.stats.birthtimeMs : e.stats.mtimeMs)),
-        chunk.map((e) => iso(e.stats.mtimeMs)),
-      ],
-    );
-  }
-  for (let i = 0; i < changed.length; i += BATCH) {
-    await updateChanged(tx, sid, changed.slice(i, i + BATCH));
-  }
+  if (removed.length > 0) await rows.remove(dir.uuid, removed);
+  if (added.length > 0) await rows.add(dir.uuid, added.map((e) => found(dir.path, e)));
+  if (changed.length > 0) await rows.updateContent(changed.map(({ row, entry }) => changedContent(row, entry.stats)));
   return disk.length;
 }
 
-/** Records new stat fingerprints; the sha256 is unknown again until the content is read or rewritten. */
-async function updateChanged(tx: Sql, sid: string, items: { row: Pick<EntryRow, 'uuid' | 'name'>; entry: { stats: Stats } }[]): Promise<EntryRow[]> {
-  const { rows } = await tx.query<EntryRow>(
-    `UPDATE entries e SET size = x.size, modified = x.modified, content_version = x.cv, sha256 = NULL,
-            mime_type = COALESCE(e.mime_type, x.mime)
-       FROM unnest($2::uuid[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[]) AS x(uuid, size, modified, cv, mime)
-      WHERE e.sid = $1 AND e.uuid = x.uuid
-      RETURNING e.*`,
-    [
-      sid,
-      items.map((c) => c.row.uuid),
-      items.map((c) => c.entry.stats.size),
-      items.map((c) => iso(c.entry.stats.mtimeMs)),
-      items.map((c) => fingerprint(c.entry.stats)),
-      items.map((c) => guessMimeType(c.row.name)),
-    ],
-  );
-  return rows;
+/** A row for what the disk holds and the table does not. */
+function found(parentPath: string, e: DiskEntry): FoundEntry {
+  const doc = e.type === 'document';
+  return {
+    name: e.name,
+    type: e.type,
+    path: joinRel(parentPath, e.name),
+    size: doc ? e.stats.size : null,
+    mimeType: doc ? guessMimeType(e.name) : null,
+    contentVersion: doc ? fingerprint(e.stats) : null,
+    created: msDate(e.stats.birthtimeMs > 0 ? e.stats.birthtimeMs : e.stats.mtimeMs),
+    modified: msDate(e.stats.mtimeMs),
+  };
 }
+
+/** New stat fingerprint of a document; the sha256 is unknown again until the content is read or rewritten. */
+const changedContent = (row: Pick<EntryRow, 'uuid' | 'name'>, stats: Stats): ChangedContent => ({
+  uuid: row.uuid, size: stats.size, modified: msDate(stats.mtimeMs), contentVersion: fingerprint(stats), mimeType: guessMimeType(row.name),
+});
 
 /**
  * `RepositoryBackend.sync`: brings the rows below `collection` in line with
  * the directory (breadth first when `recursive`, up to `SYNC_LIMIT` entries).
  */
-export async function syncCollection(tx: Sql, root: string, collection: EntryRow, recursive: boolean): Promise<void> {
+export async function syncCollection(rows: EntryRowsPort, root: string, collection: EntryRow, recursive: boolean): Promise<void> {
   if (collection.type !== 'collection' || collection.path === null) return;
   const queue = [{ uuid: collection.uuid, path: collection.path }];
   let seen = 0;
   for (let next = 0; next < queue.length && seen < SYNC_LIMIT; next++) {
     const dir = queue[next]!;
-    seen += await syncDirectory(tx, root, collection.sid, dir);
+    seen += await syncDirectory(rows, root, dir);
     if (!recursive) break;
-    // Re-read rather than trust our own inserts: ON CONFLICT may have kept a concurrent sync's rows.
-    const { rows } = await tx.query<{ uuid: string; path: string }>(
-      `SELECT uuid, path FROM entries WHERE sid = $1 AND parent = $2 AND type = 'collection' AND path IS NOT NULL`,
-      [collection.sid, dir.uuid],
-    );
-    queue.push(...rows);
+    // Re-read rather than trust our own inserts: a concurrent sync's rows may have been kept instead.
+    queue.push(...(await rows.childCollections(dir.uuid)));
   }
 }
 
 /**
- * Deletes the row of an entry whose file is gone, unless the row's path moved
- * meanwhile: a rename or move through the API holds the row lock while the
- * disk already shows the new place, and this DELETE waits for it, then finds
- * the new path. The entry is then checked again at its new place (once).
+ * Removes the row of an entry whose file is gone, unless the row's path moved
+ * meanwhile (`removeAt` waits for a rename or move through the API that holds
+ * the row lock). The entry is then checked again at its new place (once).
  */
-async function dropUnlessMoved(tx: Sql, root: string, entry: EntryRow, retried: boolean): Promise<EntryRow | undefined> {
-  const { rowCount } = await tx.query('DELETE FROM entries WHERE sid = $1 AND uuid = $2 AND path = $3', [entry.sid, entry.uuid, entry.path]);
-  if (rowCount > 0 || retried) return undefined;
-  const { rows } = await tx.query<EntryRow>('SELECT * FROM entries WHERE sid = $1 AND uuid = $2', [entry.sid, entry.uuid]);
-  const now = rows[0];
-  return now && now.path !== entry.path ? refreshEntry(tx, root, now, true) : undefined;
+async function dropUnlessMoved(rows: EntryRowsPort, root: string, entry: EntryRow, path: string, retried: boolean): Promise<EntryRow | undefined> {
+  if ((await rows.removeAt(entry.uuid, path)) || retried) return undefined;
+  const now = await rows.get(entry.uuid);
+  return now && now.path !== path ? refreshEntry(rows, root, now, true) : undefined;
 }
 
 /**
  * `RepositoryBackend.refresh`: the row as the file now is, or undefined (row
  * deleted) when the file is gone, has become a symlink or changed type.
  */
-export async function refreshEntry(tx: Sql, root: string, entry: EntryRow, retried = false): Promise<EntryRow | undefined> {
+export async function refreshEntry(rows: EntryRowsPort, root: string, entry: EntryRow, retried = false): Promise<EntryRow | undefined> {
   if (entry.path === null) return entry;
   let stats: Stats;
   try {
@@ -249,14 +178,14 @@ export async function refreshEntry(tx: Sql, root: string, entry: EntryRow, retri
   } catch (err) {
     if (!isGone(err)) throw err;
     if (entry.path === '') throw new AppError('ROOT_UNAVAILABLE', 'the repository root directory is not available');
-    return dropUnlessMoved(tx, root, entry, retried);
+    return dropUnlessMoved(rows, root, entry, entry.path, retried);
   }
   const type = stats.isFile() ? 'document' : stats.isDirectory() ? 'collection' : undefined;
   if (type !== entry.type) {
     if (entry.path === '') throw new AppError('ROOT_UNAVAILABLE', 'the repository root is not a directory');
-    return dropUnlessMoved(tx, root, entry, retried);
+    return dropUnlessMoved(rows, root, entry, entry.path, retried);
   }
   if (type === 'collection' || !contentChanged(entry, stats)) return entry;
-  const [updated] = await updateChanged(tx, entry.sid, [{ row: entry, entry: { stats } }]);
+  const [updated] = await rows.updateContent([changedContent(entry, stats)]);
   return updated;
 }

@@ -3,7 +3,7 @@ import { lstat, open, readlink, realpath, unlink, type FileHandle } from 'node:f
 import path from 'node:path';
 import { AppError } from '../../errors/app-error.js';
 import { isPartFileName } from '../../blobs/part-files.js';
-import { assertValidName } from '../../areas/repository/names.js';
+import { assertValidName } from '../facets/repository.js';
 
 /**
  * The one place that turns a repository-relative path into an absolute one.

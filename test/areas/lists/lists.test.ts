@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { csvThread } from '../../../src/formats/csv-thread.js';
+import { csvThread } from '../../../src/areas/lists/store/bulk/csv-thread.js';
 import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
 import { serveFiles, type HttpSource } from '../../helpers/http-source.js';

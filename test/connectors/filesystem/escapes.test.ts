@@ -1,13 +1,11 @@
 import { readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { EntryRow } from '../../../src/areas/repository/entry.js';
-import type { Database } from '../../../src/storage/driver/database.js';
+import type { EntryRow } from '../../../src/connectors/connector.js';
 import { allPaths, body, childRows, createEntry, errorCode, fakeRow, insertRow, sync, useFsEnv, type Env } from './helpers.js';
 
-let db: Database;
 let env: Env;
-useFsEnv({ db: (d) => (db = d), env: (e) => (env = e) });
+useFsEnv({ db: () => {}, env: (e) => (env = e) });
 beforeEach(async () => {
   await writeFile(join(env.outside, 'secret.txt'), 'secret');
 });
@@ -67,7 +65,7 @@ describe('symlinks inside the root', () => {
 
   it('refresh drops the row; remove unlinks the link, never its target', async () => {
     const link = await insertRow(env, env.rootRow, 'file-link', 'document', 'file-link');
-    expect(await db.transaction((tx) => env.backend.refresh(tx, link))).toBeUndefined();
+    expect(await env.refresh(link)).toBeUndefined();
     await env.backend.remove(fakeRow(env, 'dir-link', 'collection'));
     await env.backend.remove(link);
     expect(await readdir(env.root)).toEqual([]);
@@ -106,7 +104,7 @@ describe('a directory swapped for a symlink after its rows were made', () => {
     expect(await childRows(env, dir)).toEqual([]);
     await sync(env, env.rootRow, true);
     expect(await allPaths(env)).toEqual(['']);
-    expect(await db.transaction((tx) => env.backend.refresh(tx, child))).toBeUndefined();
+    expect(await env.refresh(child)).toBeUndefined();
     await outsideUntouched();
   });
 });

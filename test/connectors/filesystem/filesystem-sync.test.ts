@@ -2,7 +2,7 @@ import { mkdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fingerprint, guessMimeType } from '../../../src/connectors/filesystem/filesystem-sync.js';
-import type { EntryRow } from '../../../src/areas/repository/entry.js';
+import type { EntryRow } from '../../../src/connectors/connector.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { allPaths, body, childRows, createEntry, errorCode, sync, type Env, useFsEnv } from './helpers.js';
 
@@ -10,7 +10,7 @@ let db: Database;
 let env: Env;
 useFsEnv({ db: (d) => (db = d), env: (e) => (env = e) });
 
-const refresh = (entry: EntryRow) => db.transaction((tx) => env.backend.refresh(tx, entry));
+const refresh = (entry: EntryRow) => env.refresh(entry);
 const byName = async (parent: EntryRow | string) => new Map((await childRows(env, parent)).map((r) => [r.name, r]));
 
 describe('guessMimeType', () => {

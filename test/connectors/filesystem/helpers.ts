@@ -3,11 +3,11 @@ import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import type { RepositoryBackend } from '../../../src/connectors/connector.js';
+import type { EntryRow, RepositoryBackend } from '../../../src/connectors/connector.js';
 import { filesystemBackend } from '../../../src/connectors/filesystem/filesystem-connector.js';
-import type { EntryRow } from '../../../src/areas/repository/entry.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { openPglite } from '../../../src/storage/driver/pglite.js';
+import { entryRows } from '../../../src/areas/repository/entry-rows.js';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { migrate } from '../../../src/storage/migrate.js';
 
@@ -50,6 +50,10 @@ export interface Env {
   db: Database;
   backend: Required<RepositoryBackend>;
   rootRow: EntryRow;
+  /** The backend's sync as the repository service runs it: in a transaction, through the area's rows port. */
+  sync(collection: EntryRow, recursive?: boolean): Promise<void>;
+  /** The backend's refresh, in a transaction, through the area's rows port. */
+  refresh(entry: EntryRow): Promise<EntryRow | undefined>;
   cleanup(): Promise<void>;
 }
 
@@ -64,10 +68,12 @@ export async function makeEnv(db: Database): Promise<Env> {
     `INSERT INTO entries (uuid, sid, parent, name, type, path) VALUES ($1, $2, NULL, '', 'collection', '') RETURNING *`,
     [randomUUID(), sid],
   );
+  const backend = filesystemBackend(root) as Required<RepositoryBackend>;
   return {
-    dir, root, outside, sid, db,
-    backend: filesystemBackend(root) as Required<RepositoryBackend>,
+    dir, root, outside, sid, db, backend,
     rootRow: rows[0]!,
+    sync: (collection, recursive = false) => db.transaction((tx) => backend.sync(entryRows(tx, sid), collection, recursive)),
+    refresh: (entry) => db.transaction((tx) => backend.refresh(entryRows(tx, sid), entry)),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 }
@@ -96,8 +102,7 @@ export const fakeRow = (env: Env, path: string, type: EntryRow['type'] = 'docume
 export const body = (text: string | Buffer): Readable => Readable.from([Buffer.from(text)]);
 
 /** The backend's sync of `collection` (and below it, with `recursive`) in a transaction of its own, as a listing runs it. */
-export const sync = (env: Env, collection: EntryRow, recursive = false) =>
-  env.db.transaction((tx) => env.backend.sync(tx, collection, recursive));
+export const sync = (env: Env, collection: EntryRow, recursive = false) => env.sync(collection, recursive);
 
 export async function childRows(env: Env, parent: EntryRow | string): Promise<EntryRow[]> {
   const uuid = typeof parent === 'string' ? parent : parent.uuid;

@@ -7,8 +7,7 @@ import { toSql } from '../../../query/to-sql.js';
 import type { Sql, Tx } from '../../../storage/driver/database.js';
 import { docRef, type DocRef } from './doc-href.js';
 import { itemId } from './item-id.js';
-import { CopyRows } from './copy-rows.js';
-import { batchesOf, copyEncodable, type ListItem, type Metadata } from '../../../formats/index.js';
+import type { ListItem, Metadata } from '../../../formats/index.js';
 import { mergeMetadata } from './merge-metadata.js';
 
 /**
@@ -19,7 +18,9 @@ import { mergeMetadata } from './merge-metadata.js';
  * the next free one: every change of positions first takes the list row's
  * lock (an `UPDATE` of the counter or `FOR UPDATE`), so appends, deletes and
  * reorders of one list run one after the other. Item ids are UUIDv7
- * (`item-id.ts`), never reused.
+ * (`item-id.ts`), never reused. A bulk import (`bulk/`: a parser's items,
+ * streamed in chunks, or COPY payloads encoded in the CSV import thread)
+ * writes through the statements at the end of this file.
  */
 
 export type ListKind = 'user' | 'input' | 'output';
@@ -89,16 +90,6 @@ export const ITEM_FIELDS = fieldMap({
 
 const LIST_COLS = 'lid, kind, tid, name, metadata, creator, owner, created, modified, item_count';
 const ITEM_COLS = 'id, lid, position, href, doc_sid, doc_uuid, metadata, created, modified';
-
-/** Rows per multi-row INSERT of a batch import: large enough to amortize the round trip, small enough to stay well under a megabyte or so of parameters. */
-export const INSERT_CHUNK = 2000;
-/**
- * Rows per COPY of a streamed import (about 2 MB of binary rows): fewer
- * statements cost PostgreSQL about a tenth less CPU per row than COPYs of
- * 2,000 (per-statement set-up, the lid trigger once per statement), and a
- * statement's transition table (the lid trigger) still fits in `work_mem`.
- */
-export const COPY_CHUNK = 10_000;
 
 // ---------------------------------------------------------------- lists
 
@@ -171,6 +162,9 @@ export async function deleteList(sql: Sql, lid: string): Promise<boolean> {
  * otherwise escape every quote of every object into an array literal, the
  * costliest step of a large import.
  */
+/** An item on its way into the store; `doc` is the document its href names when the caller already parsed it (null: none). */
+export type StoreItem = ListItem & { doc?: DocRef | null };
+
 function columns(items: readonly StoreItem[]): [string[], string[], (string | null)[], (string | null)[], string] {
   const ids: string[] = new Array<string>(items.length);
   const hrefs: string[] = new Array<string>(items.length);
@@ -347,89 +341,42 @@ export async function* exportItems(sql: Sql, lid: string, pageSize = 1000): Asyn
   }
 }
 
-// the binary format: no text to escape on our side, no uuid or integer text to parse on the server's
-const COPY_ITEMS = 'COPY list_items (id, lid, position, href, doc_sid, doc_uuid, metadata) FROM STDIN (FORMAT binary)';
-/** An item on its way into the store; `doc` is the document its href names when the caller already parsed it (null: none). */
-export type StoreItem = ListItem & { doc?: DocRef | null };
+// ---------------------------------------------------------------- bulk import (bulk/insert-items.ts)
 
 /**
- * Inserts items as they arrive from `items` (a parser's output, read in its
- * batches when it has them) at the end of the list, inside the caller's
- * transaction: chunks of `chunkRows` rows, each one binary `COPY … FROM
- * STDIN` where the driver has it (PostgreSQL, `COPY_CHUNK` rows by default)
- * or one multi-row INSERT (PGlite, `INSERT_CHUNK`), the next chunk being
- * gathered while the previous one is in flight. Items that come already
- * encoded (`CopyEncodable`: a CSV body, encoded in the CSV import thread)
- * are read as their payloads on PostgreSQL, one COPY each. The list row
- * stays locked until the transaction ends; its counter is set once at the
- * end. A failing iterator (a bad row) rejects, and the caller's rollback
- * removes everything. Returns the number inserted.
+ * Takes the list's row lock for the rest of the transaction, ahead of a bulk
+ * import: its lid as PostgreSQL spells it (the binary COPY writes its bytes)
+ * and the next free position. Undefined when the list does not exist.
  */
-export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<StoreItem>, chunkRows?: number): Promise<number> {
-  // lid as PostgreSQL spells it (the binary COPY writes its bytes)
+export async function lockForImport(tx: Tx, lid: string): Promise<{ lid: string; base: number } | undefined> {
   const { rows } = await tx.query<{ lid: string; item_count: number }>('SELECT lid, item_count FROM lists WHERE lid = $1 FOR UPDATE', [lid]);
-  if (!rows[0]) throw new AppError('LIST_NOT_FOUND', 'the list does not exist');
-  const base = rows[0].item_count;
+  return rows[0] && { lid: rows[0].lid, base: rows[0].item_count };
+}
+
+// the binary format: no text to escape on our side, no uuid or integer text to parse on the server's
+const COPY_ITEMS = 'COPY list_items (id, lid, position, href, doc_sid, doc_uuid, metadata) FROM STDIN (FORMAT binary)';
+
+/**
+ * Writes items given as binary COPY data (copy-rows.ts: the columns of
+ * `COPY_ITEMS`, in its order); undefined where the driver has no COPY
+ * (PGlite), whose imports go through `insertItemRows`.
+ */
+export function itemCopier(tx: Tx): ((data: Buffer) => Promise<number>) | undefined {
   const copy = tx.copyFrom?.bind(tx);
-  const chunk = chunkRows ?? (copy ? COPY_CHUNK : INSERT_CHUNK);
-  let count = 0;
-  let pending: StoreItem[] = [];
-  const copyRows = new CopyRows(rows[0].lid);
-  let inFlight: Promise<unknown> | undefined;
-  const send = (statement: Promise<unknown>) => {
-    inFlight = statement.catch(throwSqlError);
-    // an error surfaces at the next await; until then it must not count as unhandled
-    inFlight.catch(() => undefined);
-  };
-  const flush = async () => {
-    if (inFlight) await inFlight;
-    copyRows.sent();
-    if (copy) {
-      if (copyRows.rows > 0) send(copy(COPY_ITEMS, copyRows.take()));
-    } else if (pending.length > 0) {
-      const [ids, hrefs, sids, uuids, metas] = columns(pending);
-      send(tx.query(
-        `INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid, metadata)
-         SELECT x.id, $1, $7 + x.ord - 1, x.href, x.doc_sid, x.doc_uuid, x.metadata FROM ${UNNEST}`,
-        [lid, ids, hrefs, sids, uuids, metas, base + count - pending.length],
-      ));
-      pending = [];
-    }
-  };
-  const encodable = copy ? copyEncodable(items) : undefined;
-  try {
-    if (copy && encodable) {
-      // encoded elsewhere (the CSV import thread): only the payloads pass here, one COPY in flight while the next is encoded
-      for await (const payload of encodable.copyChunks({ lid: rows[0].lid, base, chunkRows: chunk })) {
-        if (inFlight) await inFlight;
-        send(copy(COPY_ITEMS, payload.data).finally(payload.done));
-        count += payload.rows;
-      }
-    } else {
-      for await (const batch of batchesOf(items, chunk)) {
-        if (copy) {
-          for (let i = 0; i < batch.length; i++) {
-            const item = batch[i]!;
-            const ref = item.doc !== undefined ? item.doc : docRef(item.href);
-            copyRows.add(base + count, item.href, ref ?? null, item.metadata);
-            count++;
-            if (copyRows.rows >= chunk) await flush();
-          }
-        } else {
-          for (const item of batch) {
-            pending.push(item);
-            count++;
-            if (pending.length >= chunk) await flush();
-          }
-        }
-      }
-    }
-    await flush();
-    if (inFlight) await inFlight;
-  } finally {
-    // on a parse error, wait for the statement in flight before the caller rolls back
-    if (inFlight) await inFlight.catch(() => undefined);
-  }
-  await tx.query('UPDATE lists SET item_count = $2, modified = now() WHERE lid = $1', [lid, base + count]);
-  return count;
+  return copy && ((data) => copy(COPY_ITEMS, data));
+}
+
+/** Inserts items at positions `base`, `base + 1`, ... in one multi-row statement. */
+export async function insertItemRows(tx: Tx, lid: string, base: number, items: readonly StoreItem[]): Promise<void> {
+  const [ids, hrefs, sids, uuids, metas] = columns(items);
+  await tx.query(
+    `INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid, metadata)
+     SELECT x.id, $1, $7 + x.ord - 1, x.href, x.doc_sid, x.doc_uuid, x.metadata FROM ${UNNEST}`,
+    [lid, ids, hrefs, sids, uuids, metas, base],
+  );
+}
+
+/** Sets the list's counter once a bulk import has written its items (the list row is locked). */
+export async function setItemCount(tx: Tx, lid: string, count: number): Promise<void> {
+  await tx.query('UPDATE lists SET item_count = $2, modified = now() WHERE lid = $1', [lid, count]);
 }

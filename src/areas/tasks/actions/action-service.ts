@@ -9,8 +9,8 @@ import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import type { Database } from '../../../storage/driver/database.js';
 import { MicroBatcher } from '../../../storage/micro-batcher.js';
-import { notifyInterrupt } from './item-interrupts.js';
-import * as store from './item-state-store.js';
+import { reportedItems } from '../store/item-queries.js';
+import * as store from '../store/task-store.js';
 import { reportOf } from './present.js';
 import { settle } from './settle.js';
 import { TASK_TRANSITIONS } from './task-states.js';
@@ -71,17 +71,17 @@ export class ActionService {
       // why (404, 403 or 409)
       const owned = this.d.policy.ownedBy(p, 'tasks', ['read', 'act']);
       const moved = owned === false ? undefined : await this.starts.run({ sid, tid, from, to, ownedBy: owned });
-      if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(this.d.db, tid));
+      if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(this.d.db, tid, { cstats: false }));
       ran = moved.chunks.length;
     } else {
       await this.d.db.transaction(async (tx) => {
         // the transition itself takes the row lock; rights are checked on the row it returns
         // (a refusal rolls it back)
         const moved = await store.transition(tx, sid, tid, from, to);
-        if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid));
+        if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid, { cstats: false }));
         this.check(p, sid, tid, moved);
         await store.closeOpenItems(tx, tid, action === 'pause' ? 'paused' : 'aborted', action === 'pause' ? 'task paused' : 'task aborted');
-        await notifyInterrupt(tx, tid, moved.run, action === 'pause' ? 'pause' : 'abort');
+        await store.notifyInterrupt(tx, tid, moved.run, action === 'pause' ? 'pause' : 'abort');
       });
     }
     // nothing left to run (every item done, or an empty input list): the status follows at once
@@ -96,7 +96,7 @@ export class ActionService {
   }
 
   /** Why the transition did not happen: the task is absent (404), not the caller's (404/403), or in the wrong status (409). */
-  private async refusal(p: Principal, sid: string, tid: string, action: TaskAction, task: store.ActionTaskRow | undefined): Promise<never> {
+  private async refusal(p: Principal, sid: string, tid: string, action: TaskAction, task: store.TaskRow | undefined): Promise<never> {
     if (!task || task.sid !== sid) throw new AppError('TASK_NOT_FOUND', `no task ${tid} in service "${sid}"`, { sid, tid });
     this.check(p, sid, tid, task);
     throw new AppError('ACTION_NOT_ALLOWED', `cannot ${action} a task that is ${task.status}`, {
@@ -113,7 +113,7 @@ export class ActionService {
     if (!fn) return;
     const log = this.d.log.child({ sid, tid, action });
     try {
-      const rows = await store.reportedItems(this.d.db, tid);
+      const rows = await reportedItems(this.d.db, tid);
       const task: TaskJobs = { sid, tid, jobs: new Map(rows.map((r) => [r.job_id!, reportOf(r)])) };
       const ports: ConnectorPorts = { log, outbox: outboxPort(this.d.outbox, this.d.db), state: stateStore(this.d.db, sid) };
       await fn.call(facet, task, ports);

@@ -1,9 +1,7 @@
 import { ItemInterrupted, type Interruption } from '../../../connectors/facets/tasks.js';
 import type { Logger } from '../../../logging/logger.js';
-import type { Database, Sql } from '../../../storage/driver/database.js';
-
-/** The NOTIFY channel on which pause and abort reach every worker process. */
-const CHANNEL = 'task_interrupts';
+import type { Database } from '../../../storage/driver/database.js';
+import { INTERRUPT_CHANNEL } from '../store/task-store.js';
 
 /**
  * Pause and abort stop the items running anywhere: the action's transaction
@@ -23,7 +21,7 @@ export class ItemInterrupts {
 
   /** Starts listening (once per process; worker processes only). A failure is logged and tried again with the next item. */
   listen(): void {
-    this.listening ??= this.db.listen(CHANNEL, (payload) => {
+    this.listening ??= this.db.listen(INTERRUPT_CHANNEL, (payload) => {
       if (payload === null) return; // a reconnect: see the class comment
       const [tid, run, by] = payload.split(' ');
       if (tid && (by === 'pause' || by === 'abort')) this.interrupt(tid, Number(run), by);
@@ -65,9 +63,4 @@ export class ItemInterrupts {
     }
     return n;
   }
-}
-
-/** Sends the interrupt with the action's transaction (delivered only if it commits). */
-export async function notifyInterrupt(tx: Sql, tid: string, run: number, by: 'pause' | 'abort'): Promise<void> {
-  await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, `${tid} ${run} ${by}`]);
 }

@@ -1,6 +1,6 @@
 import type { ItemReporter } from '../../../connectors/facets/tasks.js';
 import type { Database } from '../../../storage/driver/database.js';
-import { writeLateReport } from './item-state-store.js';
+import { writeLateReport } from '../store/task-store.js';
 import { settle } from './settle.js';
 
 /**

@@ -9,7 +9,8 @@ import type { Database } from '../../../storage/driver/database.js';
 import { MicroBatcher } from '../../../storage/micro-batcher.js';
 import type { ItemInterrupts } from './item-interrupts.js';
 import { mergeMetadata } from '../../lists/store/merge-metadata.js';
-import * as store from './item-state-store.js';
+import * as store from '../store/task-store.js';
+import { chunkItems, itemOpen, type ChunkItem, type ChunkRef } from '../store/item-queries.js';
 import { settle } from './settle.js';
 import type { TaskStatus } from './task-states.js';
 
@@ -31,14 +32,14 @@ export interface RunnerDeps {
  */
 export class ItemRunner {
   /** The chunk reads of jobs starting at about the same time, as one statement. */
-  private readonly chunks: MicroBatcher<store.ChunkRef, store.ChunkItem[]>;
+  private readonly chunks: MicroBatcher<ChunkRef, ChunkItem[]>;
   /** The final reports (with effects as data) of items finishing at about the same time, one per task, as one statement. */
   private readonly finals: MicroBatcher<store.FinalReport, { applied: boolean; settled: TaskStatus | undefined }>;
 
   constructor(private readonly d: RunnerDeps) {
-    // one statement of each kind in flight: the rest wait and go together (measured against two in flight:
-    // fewer, larger statements cost less CPU per task on both sides; docs/benchmarks.md)
-    this.chunks = new MicroBatcher({ many: (refs) => store.chunkItems(d.db, refs) }, 1, 64, { gatherTurn: true });
+    // one statement of each kind in flight: the rest wait and go together (measured against two in flight
+    // by the tasks benchmark: fewer, larger statements cost less CPU per task on both sides)
+    this.chunks = new MicroBatcher({ many: (refs) => chunkItems(d.db, refs) }, 1, 64, { gatherTurn: true });
     this.finals = new MicroBatcher({ many: (reports) => store.writeFinalReports(d.db, reports), key: (r) => r.tid }, 1, 64, { gatherTurn: true });
   }
 
@@ -60,7 +61,7 @@ export class ItemRunner {
         const row = items[i]!;
         if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
         // the first item was read open a moment ago; a later one is checked again (a pause or abort meanwhile)
-        if (i > 0 && !(await store.itemOpen(this.d.db, tid, row.item, run))) continue;
+        if (i > 0 && !(await itemOpen(this.d.db, tid, row.item, run))) continue;
         const item: TaskItem = {
           sid, tid, id: row.item, index: row.position, href: row.href,
           // effective metadata, lowest priority first: document, task, input list, item

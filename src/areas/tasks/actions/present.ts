@@ -1,5 +1,5 @@
 import type { ItemReport } from '../../../connectors/facets/tasks.js';
-import type { ItemRow } from './item-state-store.js';
+import type { ItemRow } from '../store/item-queries.js';
 
 /** One `cstats` entry (DESIGN.md section 6). */
 export interface CstatsEntry {

@@ -1,5 +1,5 @@
 import type { Sql } from '../../../storage/driver/database.js';
-import { settleTask } from './item-state-store.js';
+import { settleTask } from '../store/task-store.js';
 import type { TaskStatus } from './task-states.js';
 
 /**

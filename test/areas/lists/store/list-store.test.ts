@@ -1,35 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ListItem } from '../../../../src/formats/index.js';
+import { describe, expect, it } from 'vitest';
 import * as store from '../../../../src/areas/lists/store/list-store.js';
 import type { Database } from '../../../../src/storage/driver/database.js';
-import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
+import { bothDrivers } from '../../../helpers/databases.js';
+import { items, newUserList, useDatabase } from './helpers.js';
 
-/** The list store on both drivers: positions stay dense, ids stay put, batches stream in one transaction. */
-
-const items = (n: number, from = 0): ListItem[] =>
-  Array.from({ length: n }, (_, i) => ({ href: `/doc/${from + i}`, metadata: { n: String(from + i) } }));
-
-async function* generate(n: number, failAt?: number): AsyncGenerator<ListItem> {
-  for (let i = 0; i < n; i++) {
-    if (i === failAt) throw new Error('bad row');
-    yield { href: `/services/store/repo/${randomUUID()}`, metadata: { i: String(i), nested: { a: [i] } } };
-  }
-}
+/** The list store on both drivers: positions stay dense, ids stay put. */
 
 const hrefsOf = async (db: Database, lid: string) => (await store.pageItems(db, lid, { offset: 0, limit: 500, sort: [] })).map((r) => [r.position, r.href]);
 
 for (const [driver, open] of bothDrivers()) {
   describe(`list store on ${driver}`, () => {
-    let t: TestDatabase;
     let db: Database;
-    beforeAll(async () => {
-      t = await open();
-      db = t.db;
-    });
-    afterAll(() => t.drop());
-
-    const newList = (creator = 'ann') => store.createList(db, { kind: 'user', name: 'L', metadata: { a: { b: '1' } }, creator });
+    useDatabase(open, (d) => (db = d));
+    const newList = (creator?: string) => newUserList(db, creator);
 
     it('creates, reads, replaces, patches and deletes list metadata', async () => {
       const list = await newList();
@@ -139,53 +123,6 @@ for (const [driver, open] of bothDrivers()) {
       const owned = await store.listUserLists(db, { ownedBy: ['zed'] }, { offset: 0, limit: 100, sort: [] });
       // created in the same millisecond they tie on `created` and go by lid (random): compare as a set
       expect(owned.map((l) => l.lid).sort()).toEqual([mine.lid, given.lid].sort());
-    });
-
-    it('batch-inserts a stream in chunks inside the caller transaction', async () => {
-      const list = await newList();
-      await store.appendItems(db, list.lid, items(2));
-      const n = await db.transaction((tx) => store.insertItemsFrom(tx, list.lid, generate(5003), 1000));
-      expect(n).toBe(5003);
-      expect((await store.getList(db, list.lid))!.item_count).toBe(5005);
-      const exported: number[] = [];
-      for await (const row of store.exportItems(db, list.lid, 700)) exported.push(row.position);
-      expect(exported).toEqual(Array.from({ length: 5005 }, (_, i) => i));
-      const last = await store.pageItems(db, list.lid, { offset: 5004, limit: 1, sort: [] });
-      expect(last[0]!.metadata).toEqual({ i: '5002', nested: { a: [5002] } });
-      expect(last[0]!.doc_sid).toBe('store');
-    });
-
-    it('a streamed import keeps every character of hrefs and metadata (COPY binary on PostgreSQL)', async () => {
-      const list = await newList();
-      const uuid = '0B1C2D3E-0000-4000-8000-00000000000A';
-      const odd: ListItem[] = [
-        { href: `/v1/services/st%C3%B6re/repo/${uuid}`, metadata: { t: 'tab\there', n: 'line\nbreak\r\n', b: 'back\\slash \\N', q: '"quoted", \'single\'' } },
-        { href: 'https://example.com/a\tb?x=1&y=ü', metadata: { emoji: '😀 ünïcödé 中文', empty: '', deep: { a: { b: ['x', 1, null, true] } } } },
-        { href: `/services/${'s'.repeat(300)}/repo/${randomUUID()}`, metadata: {} },
-      ];
-      async function* stream() {
-        yield* odd;
-      }
-      expect(await db.transaction((tx) => store.insertItemsFrom(tx, list.lid.toUpperCase(), stream()))).toBe(3);
-      const rows = await store.pageItems(db, list.lid, { offset: 0, limit: 10, sort: [] });
-      expect(rows.map((r) => ({ href: r.href, metadata: r.metadata }))).toEqual(odd);
-      expect(rows.map((r) => r.position)).toEqual([0, 1, 2]);
-      expect(rows[0]).toMatchObject({ lid: list.lid, doc_sid: 'störe', doc_uuid: uuid.toLowerCase() });
-      expect(rows[1]).toMatchObject({ doc_sid: null, doc_uuid: null });
-      expect(rows[2]!.doc_sid).toBe('s'.repeat(300));
-      for (const r of rows) expect(r.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-      expect(new Set(rows.map((r) => r.id)).size).toBe(3);
-    });
-
-    it('a failing stream leaves nothing behind', async () => {
-      const list = await newList();
-      await expect(db.transaction(async (tx) => {
-        const created = await store.createList(tx, { kind: 'user', creator: 'ann' });
-        await store.insertItemsFrom(tx, created.lid, generate(3000, 2500), 1000);
-      })).rejects.toThrow('bad row');
-      await expect(db.transaction((tx) => store.insertItemsFrom(tx, list.lid, generate(3000, 2999), 1000))).rejects.toThrow('bad row');
-      expect(await store.countItems(db, list.lid)).toBe(0);
-      expect((await store.getList(db, list.lid))!.item_count).toBe(0);
     });
 
     it('items must name an existing list; deleting a list deletes its items; a referenced lid cannot change (migration 010)', async () => {

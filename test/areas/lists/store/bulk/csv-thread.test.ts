@@ -5,9 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../src/errors/app-error.js';
-import { CHUNK_CREDITS, csvThread } from '../../src/formats/csv-thread.js';
-import { copyEncodable, type CopyChunk, importFormat, parseList } from '../../src/formats/index.js';
+import { AppError } from '../../../../../src/errors/app-error.js';
+import { copyEncodable, type CopyChunk } from '../../../../../src/areas/lists/store/bulk/copy-encodable.js';
+import { CHUNK_CREDITS, csvThread } from '../../../../../src/areas/lists/store/bulk/csv-thread.js';
+import { parseForImport } from '../../../../../src/areas/lists/store/bulk/parse-import.js';
+import { importFormat } from '../../../../../src/formats/index.js';
 
 /**
  * The CSV import thread (csv-thread.ts), read as COPY payloads the way
@@ -20,7 +22,7 @@ const row = (i: number) => `/v1/services/store/repo/${randomUUID()},"Document ${
 const HEADER = 'list.name,item.href,item.metadata.name,item.metadata.copies\r\n';
 
 function chunksOf(source: Readable, chunkRows = 100) {
-  const parsed = parseList(csv, source, { maxItems: 1_000_000 });
+  const parsed = parseForImport(csv, source, { maxItems: 1_000_000 });
   const encodable = copyEncodable(parsed.items)!;
   expect(encodable).toBeDefined();
   return { parsed, chunks: encodable.copyChunks({ lid: randomUUID(), base: 0, chunkRows })[Symbol.asyncIterator]() };
@@ -57,14 +59,14 @@ describe('the CSV import thread', () => {
   it('gives the same 400s as the main thread (row and column), hrefs checked for tasks', async () => {
     const bad = HEADER + ',/a,x,1\r\n,/b,"un"closed,2\r\n';
     const onMain = await (async () => {
-      for await (const _ of parseList(csv, Readable.from([bad])).items) void _;
+      for await (const _ of parseForImport(csv, Readable.from([bad])).items) void _;
     })().catch((err: unknown) => err);
     const inThread = await countCopyRows(chunksOf(Readable.from([bad])).chunks).catch((err: unknown) => err);
     expect(onMain).toBeInstanceOf(AppError);
     expect(inThread).toBeInstanceOf(AppError);
     expect({ ...(inThread as AppError), message: (inThread as AppError).message }).toEqual({ ...(onMain as AppError), message: (onMain as AppError).message });
     // the href check of tasks runs where the rows are encoded
-    const parsed = parseList(csv, Readable.from([HEADER + ',/v1/services/s/repo/' + randomUUID() + ',x,1\r\n,not a url,y,2\r\n']));
+    const parsed = parseForImport(csv, Readable.from([HEADER + ',/v1/services/s/repo/' + randomUUID() + ',x,1\r\n,not a url,y,2\r\n']));
     const it = copyEncodable(parsed.items)!.copyChunks({ lid: randomUUID(), base: 0, chunkRows: 10 }, { checkHrefs: true })[Symbol.asyncIterator]();
     const err = (await countCopyRows(it).catch((e: unknown) => e)) as AppError;
     expect(err).toBeInstanceOf(AppError);
@@ -127,10 +129,12 @@ describe('the CSV import thread', () => {
   it('keeps a script alive while an import runs in it, and never after', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'csv-thread-'));
     const script = path.join(dir, 'import.mts');
-    const formats = new URL('../../src/formats/index.ts', import.meta.url).href;
+    const src = (file: string) => JSON.stringify(new URL(`../../../../../src/${file}`, import.meta.url).href);
     writeFileSync(script, `import { Readable } from 'node:stream';
-import { copyEncodable, importFormat, parseList } from ${JSON.stringify(formats)};
-const parsed = parseList(importFormat('text/csv'), Readable.from(['list.name,item.href\\nL,/a\\n,/b\\n']));
+import { importFormat } from ${src('formats/index.ts')};
+import { copyEncodable } from ${src('areas/lists/store/bulk/copy-encodable.ts')};
+import { parseForImport } from ${src('areas/lists/store/bulk/parse-import.ts')};
+const parsed = parseForImport(importFormat('text/csv'), Readable.from(['list.name,item.href\\nL,/a\\n,/b\\n']));
 let rows = 0;
 for await (const c of copyEncodable(parsed.items).copyChunks({ lid: '${randomUUID()}', base: 0, chunkRows: 10 })) { rows += c.rows; c.done(); }
 console.log(JSON.stringify({ rows, header: parsed.header() }));

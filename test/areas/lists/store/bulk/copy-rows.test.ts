@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CopyRows } from '../../../../src/areas/lists/store/copy-rows.js';
-import type { Metadata } from '../../../../src/formats/index.js';
+import { CopyRows } from '../../../../../src/areas/lists/store/bulk/copy-rows.js';
+import type { Metadata } from '../../../../../src/formats/index.js';
 
 /** The rows of a binary COPY payload, each field's bytes (null for SQL NULL). */
 function decode(payload: Buffer): (Buffer | null)[][] {

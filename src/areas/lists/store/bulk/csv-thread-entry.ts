@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
-import { AppError } from '../errors/app-error.js';
-import { CopyRows } from '../areas/lists/store/copy-rows.js';
-import { checkHref, docRef } from '../areas/lists/store/doc-href.js';
-import { parseCsv } from './csv.js';
-import { batchesOf } from './list-document.js';
+import { AppError } from '../../../../errors/app-error.js';
+import { parseCsv } from '../../../../formats/csv.js';
+import { batchesOf } from '../../../../formats/list-document.js';
+import { checkHref, docRef } from '../doc-href.js';
+import { CopyRows } from './copy-rows.js';
 import { PAYLOAD_CREDITS, type FromThread, type OpenSession, type ToThread } from './csv-thread.js';
 
 /**

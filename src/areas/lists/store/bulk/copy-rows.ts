@@ -1,12 +1,13 @@
-import type { DocRef } from './doc-href.js';
-import type { Metadata } from '../../../formats/list-document.js';
-import { writeItemId } from './item-id.js';
+import type { DocRef } from '../doc-href.js';
+import type { Metadata } from '../../../../formats/list-document.js';
+import { writeItemId } from '../item-id.js';
 
 /**
  * The rows of `list_items` in PostgreSQL's binary COPY format, for
- * `insertItemsFrom` (list-store.ts). Shared by the main thread and the CSV
- * import thread (formats/csv-thread-entry.ts), which encodes a CSV body's rows
- * here and hands the finished payloads over.
+ * `insertItemsFrom` (insert-items.ts), in the column order of the list
+ * store's `copyItems` statement. Shared by the main thread and the CSV
+ * import thread (csv-thread-entry.ts), which encodes a CSV body's rows here
+ * and hands the finished payloads over.
  */
 
 // signature, flags (no OIDs), header extension length

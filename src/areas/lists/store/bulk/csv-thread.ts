@@ -1,8 +1,9 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
-import { AppError, type ErrorCode } from '../errors/app-error.js';
-import { threadEntry } from '../threads/thread-entry.js';
-import type { CopyChunk, CopyTarget, ItemBatches, ListHeader, ListLimits, ParsedList, ParsedListItem } from './list-document.js';
+import { AppError, type ErrorCode } from '../../../../errors/app-error.js';
+import type { ItemBatches, ListHeader, ListLimits, ParsedList, ParsedListItem } from '../../../../formats/index.js';
+import { threadEntry } from '../../../../threads/thread-entry.js';
+import type { CopyChunk, CopyTarget } from './copy-encodable.js';
 
 /**
  * The CSV import thread: ONE long-lived `worker_thread` per process, started

@@ -1,0 +1,78 @@
+import type { Sql } from '../../../storage/driver/database.js';
+import { throwSqlError } from '../../../errors/sql-errors.js';
+import { fieldMap } from '../../../query/fields.js';
+import type { ListQuery } from '../../../query/tree.js';
+import { toSql } from '../../../query/to-sql.js';
+import { TASK_COLS, TASK_COLS_NO_CSTATS, type TaskRow } from './task-store.js';
+
+/** Task searches: pages and counts of `tasks` by scope, filter and sort (the rows are written by `task-store.ts`). */
+
+/** API fields of a task; any other filter or sort name is a path into metadata. */
+export const TASK_FIELDS = fieldMap({
+  tid: { sql: 'tid', type: 'text' },
+  sid: { sql: 'sid', type: 'text' },
+  name: { sql: 'name', type: 'text' },
+  type: { sql: 'type', type: 'text' },
+  status: { sql: 'status', type: 'text' },
+  creator: { sql: 'creator', type: 'text' },
+  owner: { sql: 'owner', type: 'text' },
+  created: { sql: 'created', type: 'date' },
+  modified: { sql: 'modified', type: 'date' },
+  metadata: { sql: 'metadata', type: 'json' },
+}, 'metadata');
+
+export interface TaskScope {
+  /** One service, or every service when undefined. */
+  sid?: string;
+  /** Only tasks created or owned by one of these identities. */
+  ownedBy?: string[];
+  /** Only tasks whose input list names this repository document. */
+  inputDocument?: string;
+}
+
+function whereOf(scope: TaskScope, params: unknown[]): string[] {
+  const where: string[] = [];
+  if (scope.sid !== undefined) {
+    params.push(scope.sid);
+    where.push(`sid = $${params.length}`);
+  }
+  if (scope.ownedBy) {
+    params.push(scope.ownedBy);
+    where.push(`(creator = ANY($${params.length}::text[]) OR owner = ANY($${params.length}::text[]))`);
+  }
+  if (scope.inputDocument !== undefined) {
+    // list_items_doc finds the items, the lists' primary key their task: indexed both ways
+    params.push(scope.inputDocument);
+    where.push(`tid IN (SELECT l.tid FROM list_items i JOIN lists l ON l.lid = i.lid AND l.kind = 'input'
+                        WHERE i.doc_uuid = $${params.length}::uuid)`);
+  }
+  return where;
+}
+
+/** A page of tasks matching the scope and the query; default order: oldest first. `cstats` is read only when asked for. */
+export async function listTasks(sql: Sql, scope: TaskScope, q: ListQuery, opts = { cstats: true }): Promise<TaskRow[]> {
+  const params: unknown[] = [];
+  const where = whereOf(scope, params);
+  const frag = toSql(q, TASK_FIELDS, params, 'created ASC, tid ASC');
+  params.push(q.limit, q.offset);
+  const all = [...where, ...frag.where];
+  const { rows } = await sql.query<TaskRow>(
+    `SELECT ${opts.cstats ? TASK_COLS : TASK_COLS_NO_CSTATS} FROM tasks ${all.length > 0 ? `WHERE ${all.join(' AND ')}` : ''}
+     ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`,
+    params,
+  ).catch(throwSqlError);
+  return rows;
+}
+
+/** How many tasks match the scope and the query's filter (paging ignored): `inlineCount`. */
+export async function countTasks(sql: Sql, scope: TaskScope, q: ListQuery): Promise<number> {
+  const params: unknown[] = [];
+  const where = whereOf(scope, params);
+  const frag = toSql({ filter: q.filter, sort: [] }, TASK_FIELDS, params, 'tid');
+  const all = [...where, ...frag.where];
+  const { rows } = await sql.query<{ n: string }>(
+    `SELECT count(*) AS n FROM tasks ${all.length > 0 ? `WHERE ${all.join(' AND ')}` : ''}`,
+    params,
+  ).catch(throwSqlError);
+  return Number(rows[0]?.n ?? 0);
+}
