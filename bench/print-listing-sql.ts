@@ -96,14 +96,14 @@ try {
   // the shipped listing, through the driver (its own pooled connection, which the pool closes when idle for 10 s)
   const pool = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
   await time('shipped listJobs (the listing column)', pool, () => listJobs(db, q, undefined, { processed: 86_400, canceled: 86_400, error: 259_200, paused: 259_200 }));
-  // the same page with LIMIT $3 OFFSET $4 as parameters (before 2026-11-23): a parameter LIMIT is costed at 10 % of the
+  // the same page with LIMIT $3 OFFSET $4 as parameters (not shipped: docs/design/print-jobs.md, "The page size as a literal"): a parameter LIMIT is costed at 10 % of the
   // matching rows, more than the custom plan's 100, so PostgreSQL planned the statement again at every execution
   const limitParams = shippedText.replace(/ LIMIT 100$/, ' LIMIT $3 OFFSET $4');
   if (limitParams === shippedText) throw new Error('the shipped statement no longer ends in LIMIT 100');
   await time('same page on this connection, LIMIT 100', backend, () => client.query({ name: 'limitLiteral', text: shippedText, values: ['processed', 'p7'] }));
   await time('same page built field by field (before 017)', backend, () => client.query({ name: 'built', text: builtText, values: ['processed', 'p7'] }));
   await time('same page, LIMIT $3 OFFSET $4 (custom plans)', backend, () => client.query({ name: 'limitParams', text: limitParams, values: ['processed', 'p7', 100, 0] }));
-  // the page joined by PostgreSQL in one value (before 2026-11-26): the 55 KB text and its copies are freed at the end of
+  // the page joined by PostgreSQL in one value (not shipped: docs/design/print-jobs.md, "The page is joined in the API process"): the 55 KB text and its copies are freed at the end of
   // every statement, and glibc gives the memory back to the kernel (a brk shrink) each time
   await time('same page joined in PostgreSQL (string_agg)', backend, () => client.query({ name: 'stringAgg', text: `SELECT '[' || coalesce(string_agg(j, ','), '') || ']' FROM (${shippedText}) page`, values: ['processed', 'p7'] }));
   // each field of the shipped statement over all 100,000 rows: PostgreSQL's cost per row

@@ -5,7 +5,7 @@ import type { FusedStatement } from '../../../outbox/outbox.js';
 import type { JobData } from '../../../queue/jobs.js';
 import type { Sql } from '../../../storage/driver/database.js';
 import { sqlFile } from '../../../storage/sql-file.js';
-import { OPEN_OUTCOMES, derivedStatus, sqlList, type TaskStatus } from '../actions/task-states.js';
+import { FINAL_OUTCOMES, OPEN_OUTCOMES, derivedStatus, sqlList, type TaskStatus } from '../actions/task-states.js';
 import { CSTATS_COLUMN } from './cstats-column.js';
 
 /**
@@ -239,8 +239,7 @@ export interface FinalReport {
   effect: StateEffect | undefined;
 }
 
-const FINAL_OUTCOMES: readonly ItemReport['outcome'][] = ['done', 'failed', 'aborted'];
-if (FINAL_OUTCOMES.some((o) => REPLACES[o] !== OPEN)) throw new Error('writeFinalReports: a final report replaces every open outcome');
+if (FINAL_OUTCOMES.some((o) => REPLACES[o as ItemReport['outcome']] !== OPEN)) throw new Error('writeFinalReports: a final report replaces every open outcome');
 
 /** `statements/write-final-reports.sql` with the connector's effects (written by the state store) in place of its placeholder. */
 const FINAL_REPORTS_SQL = withEffects(
