@@ -143,3 +143,9 @@ export async function outboxSize(sql: Sql): Promise<number> {
   const { rows } = await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox');
   return rows[0]!.n;
 }
+
+/** The schema this connection works in: the outbox's NOTIFY payload, which other schemas of the same database also hear. */
+export async function currentSchema(sql: Sql): Promise<string> {
+  const { rows } = await sql.query<{ schema: string }>('SELECT current_schema() AS schema');
+  return rows[0]!.schema;
+}

@@ -2,7 +2,7 @@ import type { Logger } from '../logging/logger.js';
 import type { EnqueueRequest, JobQueue } from '../queue/job-queue.js';
 import { InvalidJobError, JOBS, parseJob, type JobName } from '../queue/jobs.js';
 import type { Database } from '../storage/driver/database.js';
-import { claimOutbox, deleteOutbox, releaseOutbox, type OutboxRow } from './outbox-store.js';
+import { claimOutbox, currentSchema, deleteOutbox, releaseOutbox, type OutboxRow } from './outbox-store.js';
 import type { LocalRelay } from './outbox.js';
 
 /** The channel migration 003's trigger notifies (payload: the schema). */
@@ -71,8 +71,7 @@ export class OutboxRelay implements LocalRelay {
   }
 
   async start(): Promise<void> {
-    const { rows } = await this.db.query<{ schema: string }>('SELECT current_schema() AS schema');
-    const schema = rows[0]!.schema;
+    const schema = await currentSchema(this.db);
     // other schemas of the same database share the channel; null = the listener reconnected
     this.unlisten = await this.db.listen(OUTBOX_CHANNEL, (payload) => {
       if (payload === null || payload === schema) this.wake();

@@ -104,6 +104,13 @@ describe('one writer per table', () => {
     }
   });
 
+  it('only stores run SQL: every module that sends a statement is a store (`*-store.ts`, or in a `store/` folder) or the storage layer', () => {
+    const isStore = (f: string) => f.startsWith('src/storage/') || /-store\.ts$/.test(f) || f.includes('/store/');
+    const senders = sources.filter((f) => f.endsWith('.ts') && /\.(?:query|copyFrom)(?:<[^>]*>)?\(/.test(text(f)));
+    expect(senders.length).toBeGreaterThan(10);
+    expect(senders.filter((f) => !isStore(f))).toEqual([]);
+  });
+
   it('the check itself sees a stranger (a write outside the store is caught)', () => {
     const sample = 'await sql.query(`UPDATE print_jobs SET status = $1 WHERE id = $2`, [s, id]);';
     const tables = [...sample.matchAll(WRITE)].map((m) => m[1]);
