@@ -106,7 +106,7 @@ describe('collect', () => {
     const zipStream = await collectJobZip(blobs, {
       record: { id: 7, status: 'processed', name: 'Report' },
       log: '10:00 submitted\n10:01 delivered\n',
-      document: { sha256: docBlob.sha256, name: '../../../../etc/passwd' },
+      document: { sha256: docBlob.sha256, name: '../../etc/passwd' },
       stages: [{ stage: 'preprocessed', sha256: stage.sha256, mimeType: 'application/pdf' }, { stage: 'gone', sha256: 'f'.repeat(64), mimeType: 'application/pdf' }],
     });
     const entries = unzip(await readBytes(zipStream));
