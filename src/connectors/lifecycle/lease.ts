@@ -24,6 +24,8 @@ export class Lease {
   private timer?: NodeJS.Timeout;
   private watchdog?: NodeJS.Timeout;
   private held = false;
+  /** Acquired at least once: a row of this holder may exist. */
+  private acquired = false;
   private onWatchdog: () => void = () => {};
 
   constructor(
@@ -44,6 +46,7 @@ export class Lease {
       return false;
     }
     this.held = true;
+    this.acquired = true;
     this.armWatchdog(sent);
     return true;
   }
@@ -72,11 +75,16 @@ export class Lease {
     this.timer = unref(setTimeout(() => void tick(), this.ttlMs / 3));
   }
 
-  /** Stops renewing and deletes the lease if it is still ours, so a waiting process takes over at once. */
+  /**
+   * Stops renewing and deletes the lease if it is still ours, so a waiting
+   * process takes over at once. Deleted even when this process counted it
+   * lost (a renewal came too late): the row may still name this holder, and
+   * the delete is guarded by the holder, so another's lease is never touched.
+   */
   async release(): Promise<void> {
-    const wasHeld = this.held;
+    const everHeld = this.acquired;
     this.disarm();
-    if (!wasHeld) return;
+    if (!everHeld) return;
     await leaseStore.release(this.db, this.name, this.holder)
       .catch((err: unknown) => this.log.warn({ err, lease: this.name }, 'cannot release the lease; it expires on its own'));
   }

@@ -92,6 +92,37 @@ describe('Lease', () => {
     expect(await lost).toBeInstanceOf(LeaseLostError);
     expect(Date.now() - started).toBeLessThan(1500);
   });
+
+  it('release deletes its row even after a late renewal counted it lost (a stopped runner leaves no lease behind)', async () => {
+    // renewals stall (a loaded machine): the watchdog counts the lease lost while the row still names this holder
+    let stall = false;
+    const slow = new Proxy(db, {
+      get(target, prop) {
+        if (prop === 'query') {
+          return (text: string, params?: unknown[]) => (stall && text.startsWith('UPDATE connector_leases')
+            ? new Promise(() => {}) : target.query(text, params));
+        }
+        const v = Reflect.get(target, prop) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as Database;
+    const holder = newHolderId();
+    const a = new Lease(slow, 'l5', holder, 600, log);
+    expect(await a.acquire()).toBe(true);
+    stall = true;
+    expect(await new Promise<Error>((resolve) => a.hold(resolve))).toBeInstanceOf(LeaseLostError);
+    expect(await holderOf('l5')).toBe(holder);
+    await a.release();
+    expect(await holderOf('l5')).toBeUndefined();
+    // and never someone else's: a lease taken over meanwhile stays its new holder's
+    const b = new Lease(db, 'l6', newHolderId(), 600, log);
+    const c = new Lease(db, 'l6', newHolderId(), 600, log);
+    expect(await b.acquire()).toBe(true);
+    await db.query(`UPDATE connector_leases SET expires = now() - interval '1 second' WHERE name = 'l6'`);
+    expect(await c.acquire()).toBe(true);
+    await b.release();
+    expect(await holderOf('l6')).toBe(c.holder);
+  });
 });
 
 /** A mock intake behind the runner, with ports on the given database. */
