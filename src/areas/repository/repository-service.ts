@@ -271,7 +271,7 @@ export class RepositoryService {
 
   async writeContent(p: Principal, sid: string, uuid: string, source: Readable, mimeType: string): Promise<EntryRow> {
     const { backend } = this.backend(sid);
-    const entry = await this.get(p, sid, uuid, 'write');
+    let entry = await this.get(p, sid, uuid, 'write');
     if (entry.type !== 'document') throw new AppError('COLLECTION_CONTENT_NOT_ACCEPTABLE', `entry ${uuid} is a collection; collections have no content`);
     if (!backend.contentWrite) throw new AppError('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
     await this.refuseIfInUse(sid, entry, 'cannot change the content');
@@ -279,9 +279,26 @@ export class RepositoryService {
     // the row lock, so a DELETE of the entry either comes after (and removes them) or before
     // (and this write fails with 404, leaving nothing behind: no file comes back). The new
     // content and its preview job commit together.
-    const staged = backend.stageContent
-      ? await backend.stageContent(entry, source, this.maxUploadBytes)
-      : { ...(await backend.writeContent(entry, source, this.maxUploadBytes)), commit: async () => {}, discard: async () => {} };
+    const stage = (e: EntryRow) => backend.stageContent
+      ? backend.stageContent(e, source, this.maxUploadBytes)
+      : backend.writeContent(e, source, this.maxUploadBytes).then((w) => ({ ...w, commit: async () => {}, discard: async () => {} }));
+    let staged;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        staged = await stage(entry);
+        break;
+      } catch (err) {
+        // The backend's early check (before it reads a byte) looked at the path read above; a rename
+        // of the entry or of a collection above it may have moved the files since (its transaction
+        // renames on disk under the rows' lock, then commits). Wait for that lock, then follow the
+        // entry to its new path while the body is still unread; an entry that is gone stays 404.
+        if (!(err instanceof AppError && err.code === 'ENTRY_NOT_FOUND') || source.readableDidRead || attempt >= 3) throw err;
+        await this.db.transaction((tx) => store.getEntry(tx, sid, uuid, true));
+        const again = await this.get(p, sid, uuid, 'write');
+        if (again.path === entry.path) throw err;
+        entry = again;
+      }
+    }
     try {
       return await this.db.transaction(async (tx) => {
         const locked = await store.getEntry(tx, sid, uuid, true);
