@@ -39,13 +39,14 @@ export class Permissions {
 
   /** 403 unless the caller holds at least one configured role. */
   requireAnyRole(p: Principal): void {
-    if (this.rolesOf(p).length === 0) {
+    if (!p.system && this.rolesOf(p).length === 0) {
       throw new AppError('NO_ROLE', `none of your roles (${p.roles.join(', ') || 'none'}) is known to this service`);
     }
   }
 
   /** The scope the caller has for `action` in `area`, or undefined when not allowed. */
   scope(p: Principal, area: Area, action: Action): Scope | undefined {
+    if (p.system) return 'all';
     let scope: Scope | undefined;
     for (const role of this.rolesOf(p)) {
       const grant = Object.hasOwn(role.areas, area) ? role.areas[area] : undefined;

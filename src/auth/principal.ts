@@ -10,6 +10,17 @@ export interface Principal {
   /** Token expiry, seconds since the epoch. */
   expires: number;
   claims: Record<string, unknown>;
+  /**
+   * The runtime acting on its own (an intake storing a file, creating a
+   * task): every right on every object. Set only by `systemPrincipal`, never
+   * from a token.
+   */
+  system?: true;
+}
+
+/** The principal of the runtime's own work, recorded as `user` (e.g. `hotfolder:<sid>`). */
+export function systemPrincipal(user: string): Principal {
+  return { user, identities: [user], roles: [], session: `system:${user}`, expires: Number.MAX_SAFE_INTEGER, claims: {}, system: true };
 }
 
 /** Reads a dotted claim path (`realm_access.roles`); arrays or space-separated strings. */

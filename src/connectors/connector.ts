@@ -7,7 +7,7 @@ import type { RepositoryFacet } from './facets/repository.js';
 import type { TasksFacet } from './facets/tasks.js';
 
 export * from './facets/repository.js';
-export type { ConnectorPorts, ConnectorStateStore, OutboxPort, StateEntry } from './ports.js';
+export type { ConnectorPorts, ConnectorStateStore, OutboxPort, StateEntry, IntakePorts, IntakeClaimsPort, IntakeClaim, WorkPort } from './ports.js';
 export type { IntakeFacet } from './facets/intake.js';
 export type { TasksFacet, TaskAction, TaskItem, TaskItemContext, ItemReport, ItemReporter, ItemOutcome, ItemEffect, StateEffect } from './facets/tasks.js';
 export type { FunctionsFacet, FunctionDescriptor, FunctionParameter, FunctionParams, FunctionContext } from './facets/functions.js';
@@ -53,6 +53,8 @@ export interface Connector {
   readonly functions?: FunctionsFacet;
   /** Present: the running facets run in one process at a time. */
   readonly singleInstance?: SingleInstance;
+  /** Other services this one works on, checked when the services are built (`option` names the option, for the error). */
+  readonly uses?: readonly { sid: string; facet: FacetName; option: string }[];
 }
 
 /** A connector type, registered once in `registry.ts`. */

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Logger } from '../logging/logger.js';
 import type { Outbox } from '../outbox/outbox.js';
 import type { JobData, JobName } from '../queue/jobs.js';
@@ -15,6 +16,130 @@ export interface ConnectorPorts {
   readonly outbox: OutboxPort;
   /** Durable key/value state of this service, shared by every process. */
   readonly state: ConnectorStateStore;
+}
+
+/** What an intake facet gets at start besides the common ports. */
+export interface IntakePorts extends ConnectorPorts {
+  /** The durable claims of the files an intake takes (`intake_files`). */
+  readonly claims: IntakeClaimsPort;
+  /** Work on other services (store documents, create and start tasks), as the runtime does it for the API. */
+  readonly work: WorkPort;
+  /** What an intake reports to `/metrics`. */
+  readonly metrics: IntakeMetricsPort;
+}
+
+/** A file as an intake claims it: where, what it looked like, and the ids its document and task will have. */
+export interface IntakeFileFacts {
+  /** The watched folder (absolute) or the import URL. */
+  source: string;
+  name: string;
+  size: number;
+  mtimeMs: number | null;
+  /** `dev:ino`: a file replaced at the same name is another file. */
+  ino: string | null;
+  sha256: string;
+  docUuid: string | null;
+  tid: string | null;
+}
+
+/** A claim as stored. */
+export interface IntakeClaim extends IntakeFileFacts {
+  id: string;
+  state: 'claimed' | 'stored' | 'done' | 'failed';
+  docName: string | null;
+  claimed: Date;
+}
+
+/**
+ * The claims of one service's intake (`intake_files`). A claim is written
+ * before anything of the file is stored; at most one is unfinished per source
+ * and name. Writes of a single-instance service are fenced by its lease: they
+ * throw `LeaseLostError` once another process holds it.
+ */
+export interface IntakeClaimsPort {
+  /** Claims the file, or returns the unfinished claim of that name (`fresh` false: resume or reconcile it). */
+  claim(f: IntakeFileFacts): Promise<{ claim: IntakeClaim; fresh: boolean }>;
+  /** The unfinished claims under `source`, oldest first (what a crash left). */
+  unfinished(source: string): Promise<IntakeClaim[]>;
+  /** The document is stored (under `docName`). */
+  markStored(id: string, docName: string): Promise<void>;
+  /** Done (the source moved or deleted) or failed (moved to `error/`), with the reason. */
+  finish(id: string, state: 'done' | 'failed', reason?: unknown): Promise<void>;
+  /** Forgets an unfinished claim: nothing of the file is kept; it is taken again later. */
+  release(id: string): Promise<void>;
+  /** Was this content under this name already taken (a finished, successful claim)? */
+  taken(source: string, name: string, sha256: string): Promise<boolean>;
+  /** Deletes finished claims older than `days`; how many went. */
+  prune(days: number, limit?: number): Promise<number>;
+}
+
+/** A document an intake stores. */
+export interface IntakeDocument {
+  /** The repository service. */
+  service: string;
+  /** Fixed at the claim: storing twice with one uuid stores once. */
+  uuid: string;
+  /** A collection path below the root (`a/b`), created when missing; the root when absent. */
+  collection?: string;
+  /** Wanted name; a name in use gets ` (2)`, ` (3)`, ... before its extension. */
+  name: string;
+  /** Opens the content (again, for a retry). */
+  open(): Readable;
+  /** The content's sha256 as claimed: a stored content that differs fails with `ContentChangedError`. */
+  sha256: string;
+  mimeType?: string;
+  metadata: Record<string, unknown>;
+  /** Recorded as creator (e.g. `hotfolder:<sid>`). */
+  creator: string;
+  owner: string | null;
+}
+
+/** A stored document's identity. */
+export interface StoredDocument {
+  uuid: string;
+  name: string;
+  /** What a task item names it by. */
+  href: string;
+}
+
+/** A task an intake creates. */
+export interface IntakeTask {
+  service: string;
+  /** Fixed at the claim: creating twice with one tid creates once. */
+  tid: string;
+  name: string;
+  metadata: Record<string, unknown>;
+  /** Input items (document hrefs with item metadata). */
+  items?: { href: string; metadata?: Record<string, unknown> }[];
+  /** Or: the input list from a CSV / RList body. */
+  list?: { format: 'csv' | 'rlist'; body: Readable };
+  creator: string;
+  owner: string | null;
+}
+
+/**
+ * What an intake may do on other services. The runtime implements it with
+ * the same services the API uses (`src/runtime/work-port.ts`), acting as the
+ * system user named by `creator`; every method is idempotent by the id the
+ * caller fixed, so a retry after a crash never doubles anything.
+ */
+export interface WorkPort {
+  /** Stores the document, or returns it when one with this uuid and content is stored already. */
+  storeDocument(doc: IntakeDocument): Promise<StoredDocument>;
+  /** Removes the document if it exists (a failed intake leaves nothing). */
+  removeDocument(service: string, uuid: string): Promise<void>;
+  /** Creates the task (with its input list) unless a task with this tid exists; true when created now. */
+  createTask(task: IntakeTask): Promise<boolean>;
+  /** Starts the task unless it was started already. */
+  startTask(service: string, tid: string, creator: string): Promise<void>;
+  /** Removes the task if it exists and never started. */
+  removeTask(service: string, tid: string, creator: string): Promise<void>;
+}
+
+/** An intake's metrics, per service. */
+export interface IntakeMetricsPort {
+  taken(seconds: number): void;
+  failed(code: string): void;
 }
 
 /**
@@ -37,6 +162,11 @@ export function outboxPort(outbox: Outbox, db: Sql): OutboxPort {
       await outbox.add(tx ?? db, name, data);
     },
   };
+}
+
+/** A stored content differs from the claimed one: the file changed while it was read. */
+export class ContentChangedError extends Error {
+  override readonly name = 'ContentChangedError';
 }
 
 /** One stored value with the database time it was last written. */

@@ -9,7 +9,10 @@ import type { IntakeFacet } from './facets/intake.js';
 import { IntakeRunner } from './lifecycle/intake-runner.js';
 import { newHolderId } from './lifecycle/lease.js';
 import { stateStore } from './lifecycle/state-store.js';
-import type { OutboxPort } from './ports.js';
+import type { IntakeMetricsPort, OutboxPort, WorkPort } from './ports.js';
+import { intakeFileStore } from './lifecycle/intake-file-store.js';
+import type { Fence } from './lifecycle/fence.js';
+import { leaseName } from './lifecycle/lease.js';
 import { storeConnectorType } from './store/store-connector.js';
 import { filesystemConnectorType } from './filesystem/filesystem-connector.js';
 import { mockConnectorType } from './mock/mock-connector.js';
@@ -21,6 +24,10 @@ export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, fi
 export interface ConnectorRuntime {
   db: Database;
   outbox: OutboxPort;
+  /** Work on other services, for intakes (`src/runtime/work-port.ts`). */
+  work: WorkPort;
+  /** One service's intake metrics. */
+  metrics(sid: string): IntakeMetricsPort;
 }
 
 /** The configured services (`{sid}` -> connector instance). */
@@ -49,6 +56,13 @@ export class ConnectorRegistry {
         const issues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
         const detail = issues ? issues.map((i) => `${i.path.map(String).join('.') || '(options)'}: ${i.message}`).join('; ') : (err as Error).message;
         throw new ConfigError(`services.${sid}.options: ${detail}`);
+      }
+    }
+    for (const [sid, { connector }] of services) {
+      for (const use of connector.uses ?? []) {
+        const other = services.get(use.sid)?.connector;
+        if (!other) throw new ConfigError(`services.${sid}.options.${use.option}: no enabled service "${use.sid}"`);
+        if (!other[use.facet]) throw new ConfigError(`services.${sid}.options.${use.option}: service "${use.sid}" (${other.type}) has no ${use.facet} facet`);
       }
     }
     return new ConnectorRegistry(services, log);
@@ -81,7 +95,14 @@ export class ConnectorRegistry {
     for (const { connector } of this.services.values()) {
       if (!connector.intake) continue;
       const log = this.log.child({ sid: connector.sid, component: 'intake' });
-      const ports = { log, outbox: rt.outbox, state: stateStore(rt.db, connector.sid) };
+      // a single-instance service's shared writes are fenced by the lease its runner holds
+      const fence: Fence | undefined = connector.singleInstance && rt.db.kind === 'postgres'
+        ? { lease: leaseName(connector.sid), holder: this.holder }
+        : undefined;
+      const ports = {
+        log, outbox: rt.outbox, state: stateStore(rt.db, connector.sid, fence),
+        claims: intakeFileStore(rt.db, connector.sid, fence), work: rt.work, metrics: rt.metrics(connector.sid),
+      };
       const runner = new IntakeRunner(connector as Connector & { intake: IntakeFacet }, { db: rt.db, ports, holder: this.holder, log });
       runner.start();
       this.runners.push(runner);

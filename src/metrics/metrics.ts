@@ -18,8 +18,21 @@ export class Metrics {
   readonly jobOutcomes: Counter<'queue' | 'name' | 'outcome'>;
   readonly queueDepth: Gauge<'queue' | 'state'>;
   readonly partFilesRemoved: Counter<'where'>;
+  readonly intakeFiles: Counter<'sid' | 'outcome' | 'code'>;
+  readonly intakeLatency: Histogram<'sid'>;
   private last?: { at: number; depths: Depths };
   private timer?: NodeJS.Timeout;
+
+  /** One service's intake metrics (the port an intake connector reports through). */
+  intake(sid: string): { taken(seconds: number): void; failed(code: string): void } {
+    return {
+      taken: (seconds) => {
+        this.intakeFiles.inc({ sid, outcome: 'taken', code: '' });
+        this.intakeLatency.observe({ sid }, seconds);
+      },
+      failed: (code) => this.intakeFiles.inc({ sid, outcome: 'failed', code }),
+    };
+  }
 
   constructor(private readonly depths?: () => Promise<Depths>) {
     collectDefaultMetrics({ register: this.registry });
@@ -40,6 +53,19 @@ export class Metrics {
       name: 'part_files_removed_total',
       help: 'Temporary .part files of killed uploads and imports removed by this process (where: blobs, filesystem)',
       labelNames: ['where'],
+      registers: [this.registry],
+    });
+    this.intakeFiles = new Counter({
+      name: 'intake_files_total',
+      help: 'Files an intake service (hot folder, scheduled import) took or failed (moved to error/), by service, outcome and error code',
+      labelNames: ['sid', 'outcome', 'code'],
+      registers: [this.registry],
+    });
+    this.intakeLatency = new Histogram({
+      name: 'intake_drop_to_stored_seconds',
+      help: 'From a file\'s last change in the hot folder (its mtime) to its document stored, by service',
+      labelNames: ['sid'],
+      buckets: [0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60, 300],
       registers: [this.registry],
     });
     const lastSample = () => this.last;

@@ -2,6 +2,7 @@ import type { Area } from '../areas/area.js';
 import { outboxPort } from '../connectors/ports.js';
 import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
 import type { Services } from '../runtime/services.js';
+import { workPort } from '../runtime/work-port.js';
 import { jobHandlers } from './handlers.js';
 import { reconcile } from './reconciler.js';
 
@@ -45,7 +46,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   timer.unref();
   void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
     .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
-  s.registry.start({ db: s.db, outbox: outboxPort(s.outbox, s.db) });
+  s.registry.start({ db: s.db, outbox: outboxPort(s.outbox, s.db), work: workPort(s), metrics: (sid) => s.metrics.intake(sid) });
   log.info({ concurrency: config.queues.concurrency }, 'workers running');
 
   return {

@@ -59,6 +59,12 @@ export async function getEntry(sql: Sql, sid: string, uuid: string, lock = false
   return rows[0];
 }
 
+/** The entry named `name` in the collection `parent`, if any. */
+export async function childNamed(sql: Sql, sid: string, parent: string, name: string): Promise<EntryRow | undefined> {
+  const { rows } = await sql.query<EntryRow>(`SELECT ${COLS} FROM entries WHERE sid = $1 AND parent = $2 AND name = $3`, [sid, parent, name]);
+  return rows[0];
+}
+
 export interface ListScope {
   /** Entries directly below this collection, or every entry of the service when undefined. */
   parent?: string;

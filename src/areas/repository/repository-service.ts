@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { SHARED, type Policy, type Target } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Connector, RepositoryFacet } from '../../connectors/connector.js';
+import { ContentChangedError, type IntakeDocument } from '../../connectors/ports.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, methodNotAllowed } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
@@ -30,6 +31,12 @@ export interface RecordChange {
   owner?: string | null;
   /** When given, must be the entry's type: the kind of an entry never changes. */
   type?: 'document' | 'collection';
+}
+
+/** `name` with ` (<n>)` before its extension: `a.pdf` -> `a (2).pdf`. */
+function numberedName(name: string, n: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot > 0 ? `${name.slice(0, dot)} (${n})${name.slice(dot)}` : `${name} (${n})`;
 }
 
 /** What ownership an entry has for the policy: the root collection is shared. */
@@ -156,14 +163,15 @@ export class RepositoryService {
     return { root, entries };
   }
 
-  async create(p: Principal, sid: string, parentUuid: string | undefined, input: EntryInput, owner: string | null): Promise<EntryRow> {
+  /** `uuid`: the new entry's id (the runtime's own work fixes it up front, to be idempotent). */
+  async create(p: Principal, sid: string, parentUuid: string | undefined, input: EntryInput, owner: string | null, uuid: string = randomUUID()): Promise<EntryRow> {
     const { backend } = this.backend(sid);
     assertValidName(input.name);
     if (!parentUuid) this.policy.require(p, 'documents', 'write', SHARED);
     const parent = parentUuid ? await this.get(p, sid, parentUuid, 'write') : await this.root(sid);
     if (parent.type !== 'collection') throw methodNotAllowed('PARENT_NOT_COLLECTION', `entry ${parent.uuid} is not a collection; entries can only be created in collections`);
     const row = draftEntry({
-      uuid: randomUUID(), sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata, creator: p.user, owner,
+      uuid, sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata, creator: p.user, owner,
     });
     if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw new AppError('NAME_EXISTS', `"${input.name}" already exists in this collection`);
     return transactionWithUndo(this.db, async (tx, onRollback) => {
@@ -171,6 +179,59 @@ export class RepositoryService {
       // a backend that keeps files fills in what the new (empty) file looks like
       return (backend.refresh ? await backend.refresh(entryRows(tx, sid), stored) : stored) ?? stored;
     });
+  }
+
+  /**
+   * Stores a document for the runtime's own work (an intake), idempotent by
+   * `doc.uuid`: a document of that uuid whose content has the claimed sha256
+   * is returned as it is; one left without content (a crash between the two
+   * steps) gets its content; otherwise it is created in `doc.collection`
+   * (made when missing) under `doc.name`, or ` (2)`, ` (3)`, ... before the
+   * extension when the name is taken. A content that does not hash to
+   * `doc.sha256` (the file changed while it was read) throws
+   * `ContentChangedError` and is left for the caller to remove.
+   */
+  async ingest(p: Principal, doc: IntakeDocument): Promise<EntryRow> {
+    const sid = doc.service;
+    let entry = await store.getEntry(this.db, sid, doc.uuid);
+    if (entry?.content_version && entry.sha256 === doc.sha256) return entry;
+    if (!entry) {
+      const parent = doc.collection ? await this.collectionAt(p, sid, doc.collection) : await this.root(sid);
+      for (let n = 1; !entry; n++) {
+        const name = n === 1 ? doc.name : numberedName(doc.name, n <= 99 ? String(n) : doc.uuid.slice(0, 8));
+        try {
+          entry = await this.create(p, sid, parent.uuid, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid);
+        } catch (err) {
+          if (!(err instanceof AppError && err.code === 'NAME_EXISTS') || n > 100) throw err;
+        }
+      }
+    }
+    const written = await this.writeContent(p, sid, doc.uuid, doc.open(), doc.mimeType ?? 'application/octet-stream');
+    if (written.sha256 !== doc.sha256) {
+      throw new ContentChangedError(`the content stored for ${doc.name} (sha256 ${written.sha256}) is not the one claimed (${doc.sha256})`);
+    }
+    return written;
+  }
+
+  /** The collection at `path` (`a/b`, below the root), made where missing. */
+  private async collectionAt(p: Principal, sid: string, path: string): Promise<EntryRow> {
+    let at = await this.root(sid);
+    for (const name of path.split('/').filter(Boolean)) {
+      await this.sync(sid, at, false);
+      let next = await store.childNamed(this.db, sid, at.uuid, name);
+      if (!next) {
+        try {
+          next = await this.create(p, sid, at.uuid, { name, type: 'collection', metadata: {} }, null);
+        } catch (err) {
+          // made by another writer meanwhile
+          if (!(err instanceof AppError && err.code === 'NAME_EXISTS')) throw err;
+          next = await store.childNamed(this.db, sid, at.uuid, name);
+        }
+      }
+      if (next?.type !== 'collection') throw new AppError('PARENT_NOT_COLLECTION', `"${path}" is not a collection in service "${sid}"`);
+      at = next;
+    }
+    return at;
   }
 
   /** PUT: the record is replaced by `change` (metadata wholesale); PATCH: merged. */

@@ -83,25 +83,29 @@ export class TaskLists {
   }
 
   /** A task from the create body (JSON) with its input list; the items' hrefs are checked, all in the task's transaction. */
-  async create(p: Principal, sid: string, input: NewTaskInput & { lists?: { input?: InputListBody } }, owner: string | null): Promise<TaskRow> {
+  /** `tid`: the new task's id (the runtime's own work fixes it up front, to be idempotent). */
+  async create(p: Principal, sid: string, input: NewTaskInput & { lists?: { input?: InputListBody } }, owner: string | null, tid?: string): Promise<TaskRow> {
     const list = input.lists?.input;
     const items = (list?.embedded.listItems ?? []).map((i, index): ParsedListItem => ({ href: i.href, metadata: i.metadata, at: { index } }));
     const { task } = await this.tasks.create(p, sid, input, owner, (tx, t) =>
-      this.createFor(tx, t, { metadata: list?.metadata ?? {} }, checkedItems(iterate(items))));
+      this.createFor(tx, t, { metadata: list?.metadata ?? {} }, checkedItems(iterate(items))), tid);
     return task;
   }
 
   /**
-   * A task from a CSV or RList body (a generated name; the list's name and
-   * metadata go to its input list): the body is parsed as it streams in and
+   * A task from a CSV or RList body (a generated name unless `task` names
+   * it; the list's name and metadata go to its input list): the body is parsed as it streams in and
    * its items inserted in the task's transaction, so a bad row leaves
    * nothing behind.
    */
-  async createFromList(p: Principal, sid: string, format: ListFormat, body: Readable, owner: string | null): Promise<TaskRow> {
+  async createFromList(
+    p: Principal, sid: string, format: ListFormat, body: Readable, owner: string | null,
+    task: { tid?: string; name?: string; metadata?: Record<string, unknown> } = {},
+  ): Promise<TaskRow> {
     const parsed = parseForImport(format, body, { maxItems: this.maxItems });
-    const { task } = await this.tasks.create(p, sid, { name: generatedName(), metadata: {} }, owner, (tx, t) =>
-      this.createFor(tx, t, { metadata: {} }, checkedItems(parsed.items), () => parsed.header()));
-    return task;
+    const { task: created } = await this.tasks.create(p, sid, { name: task.name ?? generatedName(), metadata: task.metadata ?? {} }, owner, (tx, t) =>
+      this.createFor(tx, t, { metadata: {} }, checkedItems(parsed.items), () => parsed.header()), task.tid);
+    return created;
   }
 
   /**

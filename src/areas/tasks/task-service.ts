@@ -98,13 +98,13 @@ export class TaskService {
    */
   async create<T>(
     p: Principal, sid: string, input: NewTaskInput, owner: string | null,
-    fill: (tx: Tx, task: TaskRow) => Promise<T>,
+    fill: (tx: Tx, task: TaskRow) => Promise<T>, tid: string = randomUUID(),
   ): Promise<{ task: TaskRow; filled: T }> {
     this.facet(sid);
     this.policy.require(p, 'tasks', 'write');
     return this.db.transaction(async (tx) => {
       const task = await store.insertTask(tx, {
-        tid: randomUUID(), sid, name: input.name, type: input.type ?? null, metadata: input.metadata, creator: p.user, owner,
+        tid, sid, name: input.name, type: input.type ?? null, metadata: input.metadata, creator: p.user, owner,
       });
       return { task, filled: await fill(tx, task) };
     });

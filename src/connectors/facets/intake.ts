@@ -1,4 +1,4 @@
-import type { ConnectorPorts } from '../ports.js';
+import type { IntakePorts } from '../ports.js';
 
 /**
  * The `intake` facet: a long-running watcher (hot folder, scheduled import,
@@ -7,7 +7,8 @@ import type { ConnectorPorts } from '../ports.js';
  * process holding the service's lease.
  *
  * Life cycle, as `ConnectorRegistry` drives it:
- * 1. `start(ports, signal)` resolves once the watcher runs (a rejection is
+ * 1. `start(ports, signal)` (the common ports, the claims of its files, work on
+ *    other services, metrics) resolves once the watcher runs (a rejection is
  *    logged and the start retried later; it must leave nothing running);
  * 2. `signal` aborts when the watcher must end: shutdown, or the lease was
  *    lost (another process may already be running it, so stop touching
@@ -22,6 +23,6 @@ import type { ConnectorPorts } from '../ports.js';
 export interface IntakeFacet {
   /** What is watched, for logs and docs (e.g. "hot folder data/in"). */
   readonly description: string;
-  start(ports: ConnectorPorts, signal: AbortSignal): Promise<void>;
+  start(ports: IntakePorts, signal: AbortSignal): Promise<void>;
   stop(): Promise<void>;
 }

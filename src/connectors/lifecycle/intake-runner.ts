@@ -3,8 +3,8 @@ import type { Logger } from '../../logging/logger.js';
 import type { Database } from '../../storage/driver/database.js';
 import type { Connector } from '../connector.js';
 import type { IntakeFacet } from '../facets/intake.js';
-import type { ConnectorPorts } from '../ports.js';
-import { Lease } from './lease.js';
+import type { IntakePorts } from '../ports.js';
+import { Lease, leaseName } from './lease.js';
 
 /** Pause before starting again after `start` failed. */
 const RETRY_MS = 5000;
@@ -20,7 +20,7 @@ const pause = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal
 
 export interface IntakeRunnerDeps {
   db: Database;
-  ports: ConnectorPorts;
+  ports: IntakePorts;
   /** This process's lease holder id. */
   holder: string;
   log: Logger;
@@ -59,7 +59,7 @@ export class IntakeRunner {
     const { db, log, holder } = this.deps;
     const single = this.connector.singleInstance;
     const lease = single && db.kind === 'postgres'
-      ? new Lease(db, `service:${this.connector.sid}`, holder, single.leaseTtlMs, log)
+      ? new Lease(db, leaseName(this.connector.sid), holder, single.leaseTtlMs, log)
       : undefined;
     let waitingLogged = false;
     while (!this.stopping.signal.aborted) {

@@ -8,6 +8,9 @@ import { leaseStore } from './lease-store.js';
 /** This process's holder id: `host:pid:random` (the random part tells a restarted pid apart). */
 export const newHolderId = () => `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
+/** The lease of a single-instance service. */
+export const leaseName = (sid: string) => `service:${sid}`;
+
 /** Why a held lease ended without `release`. */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';

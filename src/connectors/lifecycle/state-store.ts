@@ -1,6 +1,7 @@
 import type { StateEffect } from '../facets/tasks.js';
 import type { Sql } from '../../storage/driver/database.js';
 import type { ConnectorStateStore, StateEntry } from '../ports.js';
+import { fencedOut, fenceHolds, fenceParams, type Fence } from './fence.js';
 
 interface Row {
   key: string;
@@ -60,36 +61,54 @@ export function effectColumns(effects: readonly ({ sid: string; effect: StateEff
   ];
 }
 
-/** The SQL of `connector_state`, scoped to one service. */
-export function stateStore(db: Sql, sid: string): ConnectorStateStore {
+/**
+ * The SQL of `connector_state`, scoped to one service. With a `fence` (a
+ * single-instance service on PostgreSQL), every write checks in its own
+ * statement that this process still holds the service's lease, and throws
+ * `LeaseLostError` when it does not: a holder paused past its lease writes
+ * nothing after another process took over.
+ */
+export function stateStore(db: Sql, sid: string, fence?: Fence): ConnectorStateStore {
+  const [lease, holder] = fenceParams(fence);
+  // $1 and $2 of every write are the fence; the statement reports whether it held
+  const write = async (cte: string, params: unknown[]): Promise<{ held: boolean; n: number; value?: unknown }> => {
+    const { rows } = await db.query<{ held: boolean; n: number; value: unknown }>(
+      `WITH f AS (SELECT ${fenceHolds('$1', '$2')} AS held), w AS (${cte})
+       SELECT (SELECT held FROM f) AS held, (SELECT count(*)::int FROM w) AS n, (SELECT value FROM w LIMIT 1) AS value`,
+      [lease, holder, ...params],
+    );
+    const r = rows[0]!;
+    if (!r.held) throw fencedOut(fence);
+    return r;
+  };
   return {
     async get(key) {
       const { rows } = await db.query<Row>('SELECT key, value, updated FROM connector_state WHERE sid = $1 AND key = $2', [sid, key]);
       return rows[0];
     },
     async put(key, value) {
-      await db.query(
-        `INSERT INTO connector_state (sid, key, value) VALUES ($1, $2, $3::jsonb) ${PUT_CONFLICT}`,
+      await write(
+        `INSERT INTO connector_state (sid, key, value) SELECT $3, $4, $5::jsonb FROM f WHERE f.held ${PUT_CONFLICT} RETURNING value`,
         [sid, key, JSON.stringify(value)],
       );
     },
     async putIfAbsent(key, value) {
-      const { rowCount } = await db.query(
-        'INSERT INTO connector_state (sid, key, value) VALUES ($1, $2, $3::jsonb) ON CONFLICT (sid, key) DO NOTHING',
+      const { n } = await write(
+        'INSERT INTO connector_state (sid, key, value) SELECT $3, $4, $5::jsonb FROM f WHERE f.held ON CONFLICT (sid, key) DO NOTHING RETURNING value',
         [sid, key, JSON.stringify(value)],
       );
-      return rowCount > 0;
+      return n > 0;
     },
     async increment(key, by = 1) {
-      const { rows } = await db.query<{ value: number }>(
-        `INSERT INTO connector_state AS s (sid, key, value) VALUES ($1, $2, to_jsonb($3::bigint)) ${incrementConflict('$3')} RETURNING value`,
+      const { value } = await write(
+        `INSERT INTO connector_state AS s (sid, key, value) SELECT $3, $4, to_jsonb($5::bigint) FROM f WHERE f.held ${incrementConflict('$5')} RETURNING value`,
         [sid, key, by],
       );
-      return Number(rows[0]!.value);
+      return Number(value);
     },
     async delete(key) {
-      const { rowCount } = await db.query('DELETE FROM connector_state WHERE sid = $1 AND key = $2', [sid, key]);
-      return rowCount > 0;
+      const { n } = await write('DELETE FROM connector_state WHERE sid = $3 AND key = $4 AND (SELECT held FROM f) RETURNING value', [sid, key]);
+      return n > 0;
     },
     async list(prefix, limit = 1000): Promise<StateEntry[]> {
       const { rows } = await db.query<Row>(

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { BlobStore } from '../../../src/blobs/blob-store.js';
-import type { Connector, ConnectorPorts, FacetName } from '../../../src/connectors/connector.js';
+import type { Connector, FacetName, IntakePorts, WorkPort } from '../../../src/connectors/connector.js';
+import { intakeFileStore } from '../../../src/connectors/lifecycle/intake-file-store.js';
 import { stateStore } from '../../../src/connectors/lifecycle/state-store.js';
 import { outboxPort } from '../../../src/connectors/ports.js';
 import { createOutbox } from '../../../src/outbox/outbox.js';
@@ -49,7 +50,16 @@ export async function exampleInstances(facet: FacetName): Promise<{ instances: E
 }
 
 /** A schema of its own; `ports(sid)` builds what the runtime hands a connector. */
-export async function openContractEnv(): Promise<{ db: Database; ports(sid: string): ConnectorPorts; close(): Promise<void> }> {
+/** The work port of the contract suites: no other services exist there, so any use fails loudly. */
+const noWork: WorkPort = {
+  storeDocument: () => Promise.reject(new Error('contract suite: no repository service to store into')),
+  removeDocument: () => Promise.reject(new Error('contract suite: no repository service')),
+  createTask: () => Promise.reject(new Error('contract suite: no task service')),
+  startTask: () => Promise.reject(new Error('contract suite: no task service')),
+  removeTask: () => Promise.reject(new Error('contract suite: no task service')),
+};
+
+export async function openContractEnv(): Promise<{ db: Database; ports(sid: string): IntakePorts; close(): Promise<void> }> {
   const schema = uniqueName('contract');
   const db = await openPostgres({ url: TEST_DATABASE_URL, schema, poolSize: 4 });
   await migrate(db);
@@ -57,7 +67,10 @@ export async function openContractEnv(): Promise<{ db: Database; ports(sid: stri
   return {
     db,
     // jobs stay in the outbox table (no relay): the suites check what a connector asks for, not Redis
-    ports: (sid) => ({ log, outbox: outboxPort(createOutbox(), db), state: stateStore(db, sid) }),
+    ports: (sid) => ({
+      log, outbox: outboxPort(createOutbox(), db), state: stateStore(db, sid),
+      claims: intakeFileStore(db, sid), work: noWork, metrics: { taken: () => {}, failed: () => {} },
+    }),
     close: async () => {
       await db.close();
       await dropSchema(schema);

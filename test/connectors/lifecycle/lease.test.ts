@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Connector, IntakeFacet } from '../../../src/connectors/connector.js';
+import type { Connector, IntakeFacet, WorkPort } from '../../../src/connectors/connector.js';
 import { IntakeRunner } from '../../../src/connectors/lifecycle/intake-runner.js';
 import { Lease, LeaseLostError, newHolderId } from '../../../src/connectors/lifecycle/lease.js';
+import { intakeFileStore } from '../../../src/connectors/lifecycle/intake-file-store.js';
 import { stateStore } from '../../../src/connectors/lifecycle/state-store.js';
 import { heartbeatIntake } from '../../../src/connectors/mock/mock-intake.js';
 import { outboxPort } from '../../../src/connectors/ports.js';
@@ -128,7 +129,11 @@ describe('Lease', () => {
 /** A mock intake behind the runner, with ports on the given database. */
 function runner(d: Database, sid: string, intake: IntakeFacet, leaseTtlMs = 1500) {
   const connector: Connector & { intake: IntakeFacet } = { sid, type: 'mock', intake, singleInstance: { leaseTtlMs } };
-  const ports = { log, outbox: outboxPort(createOutbox(), d), state: stateStore(d, sid) };
+  const ports = {
+    log, outbox: outboxPort(createOutbox(), d), state: stateStore(d, sid), claims: intakeFileStore(d, sid),
+    work: {} as WorkPort, // the heartbeat intake works on no other service
+    metrics: { taken: () => {}, failed: () => {} },
+  };
   return new IntakeRunner(connector, { db: d, ports, holder: newHolderId(), log, retryMs: 200 });
 }
 
