@@ -16,9 +16,10 @@ import { leaseName } from './lifecycle/lease.js';
 import { storeConnectorType } from './store/store-connector.js';
 import { filesystemConnectorType } from './filesystem/filesystem-connector.js';
 import { mockConnectorType } from './mock/mock-connector.js';
+import { hotfolderConnectorType } from './hotfolder/hotfolder-connector.js';
 
 /** Every connector type, in one place. */
-export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType, mockConnectorType];
+export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType, mockConnectorType, hotfolderConnectorType];
 
 /** What the worker side hands the registry to start the running facets with. */
 export interface ConnectorRuntime {
