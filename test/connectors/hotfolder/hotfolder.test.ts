@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { appendFile, mkdir, open, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { appendFile, mkdir, open, readdir, readFile, readlink, rename, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startTestRuntime, TEST_SERVICES, type TestRuntime } from '../../helpers/runtime.js';
@@ -159,7 +159,7 @@ describe('hot folder', () => {
     const file = path.join(dir, 'gone.txt');
     await writeFile(file, 'gone');
     await sleep(STABLE_MS / 4);
-    await (await import('node:fs/promises')).unlink(file);
+    await unlink(file);
     await sleep(STABLE_MS * 3);
     expect((await docs()).has('gone.txt')).toBe(false);
     expect((await errors()).some((n) => n.startsWith('gone'))).toBe(false);
@@ -172,5 +172,85 @@ describe('hot folder', () => {
     const second = await eventually(async () => (await docs()).get('twice (2).txt'));
     await eventually(async () => ((await content(second.uuid)).toString() === 'second' ? true : undefined));
     await eventually(async () => ((await done()).filter((n) => n.startsWith('twice')).length === 2 ? true : undefined));
+  });
+
+  it('seeing it work: GET /v1/services shows the intake; /metrics counts taken and failed files and the drop-to-stored latency', async () => {
+    const services = await rt.client.request('GET', '/v1/services', { token });
+    const hot = (services.body as { sid: string; type: string; capabilities: { intake: boolean } }[]).find((s) => s.sid === 'hot');
+    expect(hot).toMatchObject({ type: 'hotfolder', capabilities: { intake: true } });
+    const metrics = await fetch(`${rt.url}/metrics`).then((r) => r.text());
+    const taken = Number(/^intake_files_total\{sid="hot",outcome="taken",code=""\} (\d+)/m.exec(metrics)?.[1]);
+    expect(taken).toBeGreaterThanOrEqual(5);
+    expect(metrics).toMatch(/^intake_files_total\{sid="hot",outcome="failed",code="EMPTY_FILE"\} 1$/m);
+    expect(metrics).toMatch(/^intake_files_total\{sid="hot",outcome="failed",code="SYMLINK_REFUSED"\} 1$/m);
+    expect(Number(/^intake_drop_to_stored_seconds_count\{sid="hot"\} (\d+)/m.exec(metrics)?.[1])).toBe(taken);
+  });
+
+  /** Resolves once this process (the in-process runtime) has `file` open: the hot folder is reading it. */
+  const openedByUs = (file: string) => eventually(async () => {
+    for (const fd of await readdir('/proc/self/fd').catch(() => [])) {
+      if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === file) return true;
+    }
+    return undefined;
+  }, 30_000, 2);
+
+  it('bad input: a file truncated while it is read is not stored from that read; it is taken once stable again, complete', async () => {
+    const file = path.join(dir, 'truncated.bin');
+    await writeFile(file, randomBytes(64 * 1024 * 1024));
+    await openedByUs(file);
+    await truncate(file, 1000);
+    const short = await readFile(file);
+    const doc = await eventually(async () => (await docs()).get('truncated.bin'), 60_000);
+    expect(sha(await content(doc.uuid))).toBe(sha(short));
+    await eventually(async () => ((await done()).includes('truncated.bin') ? true : undefined));
+    expect([...(await docs()).keys()].filter((n) => n.startsWith('truncated'))).toEqual(['truncated.bin']);
+  });
+
+  it('bad input: a file replaced while it is read: the read file is stored, the new one is taken as a file of its own', async () => {
+    const file = path.join(dir, 'replaced.bin');
+    const first = randomBytes(64 * 1024 * 1024);
+    await writeFile(file, first);
+    await openedByUs(file);
+    const second = Buffer.from('the replacement');
+    await writeFile(path.join(dir, '.replacement'), second);
+    await rename(path.join(dir, '.replacement'), file);
+    const a = await eventually(async () => (await docs()).get('replaced.bin'), 60_000);
+    const b = await eventually(async () => (await docs()).get('replaced (2).bin'), 60_000);
+    expect(sha(await content(a.uuid))).toBe(sha(first));
+    expect(sha(await content(b.uuid))).toBe(sha(second));
+  });
+});
+
+describe('hot folder: a folder that cannot be used at start', () => {
+  it('bad input: the service starts, the problem is in the log and the service state, and the folder is used once it can be', async () => {
+    const blocked = await startTestRuntime({
+      overrides: {
+        logLevel: 'silent',
+        services: {
+          ...TEST_SERVICES,
+          hot: { type: 'hotfolder', options: { stableMs: 200, rescanMs: 1000, folders: [{ path: 'blocker/in', store: { service: 'store' } }] } },
+        },
+      },
+    });
+    try {
+      // a regular file where the folder's parent should be: mkdir fails
+      await writeFile(path.join(blocked.dataDir, 'blocker'), 'not a directory');
+      const status = async () => (await blocked.services.db.query<{ value: { ok: boolean; reason?: string } }>(
+        `SELECT value FROM connector_state WHERE sid = 'hot' AND key LIKE 'folder/%'`,
+      )).rows[0]?.value;
+      const bad = await eventually(async () => ((await status())?.ok === false ? await status() : undefined));
+      expect(bad!.reason).toMatch(/cannot use the hot folder .*blocker\/in/);
+      expect((await fetch(`${blocked.url}/healthz`)).status).toBe(200);
+      await unlink(path.join(blocked.dataDir, 'blocker'));
+      await eventually(async () => ((await status())?.ok === true ? true : undefined));
+      await writeFile(path.join(blocked.dataDir, 'blocker', 'in', 'late.txt'), 'late');
+      const t = await blocked.token('admin', ['admin']);
+      await eventually(async () => {
+        const res = await blocked.client.request('GET', '/v1/services/store/repo?scope=all', { token: t });
+        return (res.body as { embedded: { entries: { name: string }[] } }).embedded.entries.some((e) => e.name === 'late.txt') ? true : undefined;
+      });
+    } finally {
+      await blocked.close();
+    }
   });
 });
