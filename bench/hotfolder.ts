@@ -1,0 +1,158 @@
+/**
+ * Hot folder benchmark (docs/benchmarks.md): `--files` files of `--kib` KiB
+ * dropped at once into the demo hot folder of a running service, against
+ * `cp` of the same files into a plain directory, in the same run.
+ *
+ *   npm run bench:hotfolder -- [--files 10000] [--kib 100] [--stable-ms 1000] [--task on|off] [--server compiled|tsx]
+ *
+ * - **service**: a child server (bench/server.ts: API and workers in one
+ *   process, the default configuration, PostgreSQL and the local Redis) with
+ *   the demo hot folder's `stableMs` set to `--stable-ms`. With `--task on`
+ *   (the default, the demo's wiring) every file also becomes a task of the
+ *   `demo` service, started at once; `--task off` stores documents only.
+ *   The files are staged first on the same filesystem (not timed), then
+ *   dropped with one `cp` into the hot folder. Timed: from the start of that
+ *   `cp` to the last file's claim finished (the database polled every
+ *   100 ms); files per second over that time. Latency per file: from its
+ *   mtime (when `cp` finished writing it) to its document stored (the
+ *   claim's `stored` time), p50 / p99 / max, so it includes the completeness
+ *   wait of `--stable-ms`.
+ * - **floor**: `cp` of the same staged files into an empty directory, timed
+ *   the same way (one `cp` process), files per second. It stores nothing
+ *   durably (no fsync, no database), as a scanner's own copy would not.
+ *
+ * Targets (issue 21): at least 500 files/s, p99 drop-to-stored under 3 s.
+ * Prints a table and one JSON line, and writes bench/results/hotfolder-*.json.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { printSummary, summarizeProfile } from './profile.js';
+import { compileServers, fmt, machineCpu, busyCores, MiB, printTable, RssSampler, spawnServer, writeResult } from './lib.js';
+
+const DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/test';
+
+const { values: args } = parseArgs({
+  options: {
+    files: { type: 'string', default: '10000' },
+    kib: { type: 'string', default: '100' },
+    'stable-ms': { type: 'string', default: '1000' },
+    task: { type: 'string', default: 'on' },
+    server: { type: 'string', default: 'compiled' },
+    /** Write a V8 CPU profile of the server into this directory and print its summary. */
+    'profile-dir': { type: 'string' },
+  },
+  strict: true,
+});
+const files = Number(args.files);
+const kib = Number(args.kib);
+const stableMs = Number(args['stable-ms']);
+const withTask = args.task !== 'off';
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-hot-'));
+const staging = path.join(work, 'staging');
+mkdirSync(staging);
+const names: string[] = [];
+for (let i = 0; i < files; i++) {
+  const name = `scan-${String(i).padStart(5, '0')}.pdf`;
+  names.push(name);
+  writeFileSync(path.join(staging, name), randomBytes(kib * 1024));
+}
+
+/** One `cp` of every staged file into `dir` (created), in seconds. */
+function copyAll(dir: string): number {
+  mkdirSync(dir, { recursive: true });
+  const t0 = performance.now();
+  execFileSync('cp', ['-r', `${staging}/.`, dir]);
+  return (performance.now() - t0) / 1000;
+}
+
+// the floor first, and its copy removed, so both run on the same page cache state
+const floorSeconds = copyAll(path.join(work, 'floor'));
+rmSync(path.join(work, 'floor'), { recursive: true, force: true });
+
+const configFile = path.join(work, 'bench-config.yaml');
+writeFileSync(configFile, [
+  'services:',
+  '  hotfolder:',
+  '    options:',
+  `      stableMs: ${stableMs}`,
+  ...(withTask ? [] : ['      folders:', '        - path: hotfolder', '          store: { service: store, collection: hotfolder }']),
+  '',
+].join('\n'));
+process.env.CONFIG = configFile;
+
+const compiled = args.server === 'compiled' ? await compileServers() : undefined;
+const nodeArgs = args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [];
+const server = await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir: compiled?.dir, timeoutMs: 120_000 });
+const info = server.info;
+const hot = path.join(info.dataDir as string, 'hotfolder');
+const db = new pg.Client({ connectionString: DATABASE_URL });
+await db.connect();
+await db.query(`SET search_path TO "${info.schema as string}"`);
+try {
+  // the hot folder is up once its done/ exists
+  const started = () => {
+    try {
+      return readdirSync(hot).includes('done');
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; !started(); i++) {
+    if (i > 600) throw new Error('the hot folder did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const rss = new RssSampler(info.pid as number).start();
+  const cpu0 = machineCpu();
+  const t0 = performance.now();
+  const wall0 = Date.now();
+  const cpSeconds = copyAll(hot);
+  let done = 0;
+  while (done < files) {
+    await new Promise((r) => setTimeout(r, 100));
+    done = Number((await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM intake_files WHERE state = 'done'`)).rows[0]!.n);
+    if (performance.now() - t0 > 1_800_000) throw new Error(`only ${done} of ${files} files taken after 30 minutes`);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cores = busyCores(cpu0, machineCpu());
+  const peak = rss.stop();
+  const lat = (await db.query<{ p50: number; p99: number; max: number; failed: string; first: number }>(
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY l) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY l) AS p99, max(l) AS max,
+            (SELECT count(*) FROM intake_files WHERE state = 'failed')::text AS failed,
+            (SELECT extract(epoch FROM min(stored)) * 1000 FROM intake_files) AS first
+       FROM (SELECT extract(epoch FROM stored) - mtime_ms / 1000 AS l FROM intake_files WHERE stored IS NOT NULL) s`,
+  )).rows[0]!;
+  const service = { filesPerSecond: files / seconds, seconds, cpSeconds, p50: lat.p50, p99: lat.p99, max: lat.max, failed: Number(lat.failed), firstStoredAfterMs: lat.first - wall0, rssPeakMiB: peak / MiB, busyCores: cores };
+  const floor = { filesPerSecond: files / floorSeconds, seconds: floorSeconds };
+  printTable(['', 'files/s', 'seconds', 'p50 s', 'p99 s', 'max s'], [
+    [`hot folder (${withTask ? 'document + started task' : 'document'})`, fmt(service.filesPerSecond, 0), fmt(seconds, 2), fmt(lat.p50, 2), fmt(lat.p99, 2), fmt(lat.max, 2)],
+    ['floor: cp into a directory', fmt(floor.filesPerSecond, 0), fmt(floorSeconds, 2), '', '', ''],
+  ]);
+  console.log(`ratio service / cp: ${fmt(service.filesPerSecond / floor.filesPerSecond, 3)}; server peak RSS ${fmt(service.rssPeakMiB)} MiB; ${fmt(cores, 2)} cores busy; failed ${service.failed}`);
+  const figures = { bench: 'hotfolder', files, kib, stableMs, task: withTask, server: args.server, service, floor, load: os.loadavg() };
+  console.log(JSON.stringify(figures));
+  writeResult('hotfolder', args, {
+    figures,
+    floors: { cpFilesPerSecond: floor.filesPerSecond },
+    ratios: { serviceToCp: service.filesPerSecond / floor.filesPerSecond },
+    targets: [
+      { name: 'files per second', value: service.filesPerSecond, target: '>= 500', met: service.filesPerSecond >= 500 },
+      { name: 'drop-to-stored p99 (s)', value: lat.p99, target: '< 3', met: lat.p99 < 3 },
+    ],
+  });
+} finally {
+  await db.end();
+  await server.stop();
+  compiled?.cleanup();
+  rmSync(work, { recursive: true, force: true });
+}
+if (args['profile-dir']) {
+  const file = readdirSync(args['profile-dir']).filter((f) => f.endsWith('.cpuprofile')).sort().at(-1);
+  if (file) printSummary(summarizeProfile(path.join(args['profile-dir'], file), 30));
+}
