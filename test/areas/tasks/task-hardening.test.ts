@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processEnv, startProcess, waitReady, type ProcessEnv, type TestProcess } from '../../helpers/process.js';
+import { eventually } from '../../helpers/runtime.js';
+
+/**
+ * Issue 20, items 1, 2 and 4, against a real server process (role `all`, its
+ * own schema, Redis prefix and DATA_DIR): input changes racing a start, the
+ * rights a task run reads documents with, and a document's delete racing the
+ * start of a task that uses it. The `demo` service is the mock connector of
+ * the default configuration; `store` the built-in repository.
+ */
+let pe: ProcessEnv;
+let proc: TestProcess;
+/** Tokens: an admin, and two users with the `user` role (own objects only). */
+const tokens: Record<'admin' | 'alice' | 'bob', string> = { admin: '', alice: '', bob: '' };
+
+type Answer = { status: number; body: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+async function call(who: keyof typeof tokens, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const res = await fetch(`${proc.url}${url}`, {
+    method, headers: { authorization: `Bearer ${tokens[who]}`, 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function createTask(who: keyof typeof tokens, items: { href: string; metadata?: Record<string, unknown> }[], headers: Record<string, string> = {}): Promise<string> {
+  const res = await call(who, 'POST', '/v1/services/demo/tasks', {
+    name: 'hardening', lists: { input: { embedded: { listItems: items.map((i) => ({ href: i.href, metadata: i.metadata ?? {} })) } } },
+  }, headers);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.tid as string;
+}
+
+const start = (who: keyof typeof tokens, tid: string) => call(who, 'POST', `/v1/services/demo/tasks/${tid}/action`, { action: 'start' });
+
+type Cstat = { state: string; item: string; message?: string };
+
+/** The task once it has left `processing` (the workers settled it). */
+async function finished(who: keyof typeof tokens, tid: string): Promise<{ status: string; cstats: Record<string, Cstat> }> {
+  return eventually(async () => {
+    const res = await call(who, 'GET', `/v1/services/demo/tasks/${tid}`);
+    expect(res.status).toBe(200);
+    return res.body.status === 'processing' ? undefined : res.body as { status: string; cstats: Record<string, Cstat> };
+  }, 60_000, 50);
+}
+
+/** The task's item states by input item id. */
+const byItem = (cstats: Record<string, Cstat>) => new Map(Object.values(cstats).map((c) => [c.item, c]));
+
+async function inputIds(who: keyof typeof tokens, tid: string): Promise<string[]> {
+  const res = await call(who, 'GET', `/v1/services/demo/tasks/${tid}/input?embed=items`);
+  expect(res.status).toBe(200);
+  return (res.body.embedded?.listItems ?? []).map((i: { id: string }) => i.id);
+}
+
+beforeAll(async () => {
+  pe = await processEnv({});
+  proc = await startProcess('all', pe.env);
+  await waitReady(proc.url!);
+  tokens.admin = await pe.token(proc.url!, 'root', ['admin']);
+  tokens.alice = await pe.token(proc.url!, 'alice', ['user']);
+  tokens.bob = await pe.token(proc.url!, 'bob', ['user']);
+}, 180_000);
+afterAll(() => pe.cleanup());
+
+describe('issue 20: task hardening', () => {
+  it('race: appends during a start are refused (409 TASK_ACTIVE) or run with it, never accepted and left out', async () => {
+    const rounds = 16;
+    const bad: string[] = [];
+    let accepted = 0;
+    let refused = 0;
+    for (let round = 0; round < rounds; round++) {
+      const tid = await createTask('admin', [{ href: 'https://example.org/first.pdf', metadata: { mock: { delayMs: 20 } } }]);
+      const append = (i: number) => call('admin', 'POST', `/v1/services/demo/tasks/${tid}/input`, { href: `https://example.org/${round}-${i}.pdf`, metadata: { mock: { delayMs: 0 } } });
+      // the start goes out among the appends, a little later each round, so that some appends hold the
+      // task's row lock while the start waits for it
+      const appends = [0, 1, 2, 3].map(append);
+      await new Promise((r) => setTimeout(r, round % 4));
+      const started = start('admin', tid);
+      appends.push(...[4, 5, 6, 7].map(append));
+      const answers = await Promise.all(appends);
+      expect((await started).status).toBe(204);
+      for (const a of answers) {
+        expect([200, 409], JSON.stringify(a.body)).toContain(a.status);
+        if (a.status === 409) expect(a.body.code).toBe('TASK_ACTIVE');
+      }
+      accepted += answers.filter((a) => a.status === 200).length;
+      refused += answers.filter((a) => a.status === 409).length;
+      const task = await finished('admin', tid);
+      const states = byItem(task.cstats);
+      const ids = await inputIds('admin', tid);
+      expect(ids.length).toBe(1 + answers.filter((a) => a.status === 200).length);
+      const notRun = ids.filter((id) => states.get(id)?.state !== 'done');
+      if (task.status !== 'completed' || notRun.length > 0) bad.push(`round ${round}: ${task.status}, ${notRun.length} of ${ids.length} input items not run`);
+    }
+    console.log(`append during start: ${accepted} appends accepted, ${refused} refused over ${rounds} rounds; ${bad.length} rounds left items out`);
+    expect(bad).toEqual([]);
+  }, 300_000);
+});
