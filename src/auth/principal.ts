@@ -10,6 +10,12 @@ export interface Principal {
   /** Token expiry, seconds since the epoch. */
   expires: number;
   claims: Record<string, unknown>;
+  /**
+   * Every scope limited to the user's own objects, whatever the roles grant
+   * (`Policy`). Never set from a token: a task run acting for an owner other
+   * than the task's creator (src/areas/tasks/task-principal.ts).
+   */
+  ownOnly?: boolean;
 }
 
 /** Reads a dotted claim path (`realm_access.roles`); arrays or space-separated strings. */

@@ -26,6 +26,12 @@ async function call(who: keyof typeof tokens, method: string, url: string, body?
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
+async function createDoc(who: keyof typeof tokens, name: string, metadata: Record<string, unknown>): Promise<string> {
+  const res = await call(who, 'POST', '/v1/services/store/repo', { name, type: 'document', metadata });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.uuid as string;
+}
+
 async function createTask(who: keyof typeof tokens, items: { href: string; metadata?: Record<string, unknown> }[], headers: Record<string, string> = {}): Promise<string> {
   const res = await call(who, 'POST', '/v1/services/demo/tasks', {
     name: 'hardening', lists: { input: { embedded: { listItems: items.map((i) => ({ href: i.href, metadata: i.metadata ?? {} })) } } },
@@ -55,6 +61,8 @@ async function inputIds(who: keyof typeof tokens, tid: string): Promise<string[]
   expect(res.status).toBe(200);
   return (res.body.embedded?.listItems ?? []).map((i: { id: string }) => i.id);
 }
+
+const docHref = (uuid: string) => `/v1/services/store/repo/${uuid}`;
 
 beforeAll(async () => {
   pe = await processEnv({});
@@ -99,4 +107,35 @@ describe('issue 20: task hardening', () => {
     console.log(`append during start: ${accepted} appends accepted, ${refused} refused over ${rounds} rounds; ${bad.length} rounds left items out`);
     expect(bad).toEqual([]);
   }, 300_000);
+
+  it("rights: a task run reads only documents its owner may read; another user's document fails the item, naming it, without its metadata", async () => {
+    const alices = await createDoc('alice', 'alice.pdf', { mock: { fail: 'alice secret' } });
+    const bobs = await createDoc('bob', 'bob.pdf', { mock: { fail: 'bob metadata merged' } });
+    expect((await call('bob', 'GET', `/v1/services/store/repo/${alices}`)).status).toBe(403);
+    const tid = await createTask('bob', [{ href: docHref(alices) }, { href: docHref(bobs) }]);
+    const [aliceItem, bobItem] = await inputIds('bob', tid);
+    expect((await start('bob', tid)).status).toBe(204);
+    const task = await finished('bob', tid);
+    const states = byItem(task.cstats);
+    expect(task.status).toBe('failed');
+    expect(JSON.stringify(task)).not.toContain('alice secret');
+    expect(states.get(aliceItem!)?.state).toBe('failed');
+    expect(states.get(aliceItem!)?.message).toContain(docHref(alices));
+    // the item's own document: read with bob's rights, its metadata merged as before
+    expect(states.get(bobItem!)?.message).toBe('bob metadata merged');
+  }, 120_000);
+
+  it('rights: a task an admin creates for bob (x-owner) runs with bob as its principal, limited to his own documents', async () => {
+    const alices = await createDoc('alice', 'alice-2.pdf', { mock: { fail: 'alice secret 2' } });
+    const bobs = await createDoc('bob', 'bob-2.pdf', {});
+    const tid = await createTask('admin', [{ href: docHref(alices) }, { href: docHref(bobs), metadata: { mock: { delayMs: 0 } } }], { 'x-owner': 'bob' });
+    const [aliceItem, bobItem] = await inputIds('bob', tid);
+    expect((await start('bob', tid)).status).toBe(204);
+    const task = await finished('bob', tid);
+    const states = byItem(task.cstats);
+    expect(JSON.stringify(task)).not.toContain('alice secret 2');
+    expect(states.get(aliceItem!)?.state).toBe('failed');
+    expect(states.get(aliceItem!)?.message).toContain(docHref(alices));
+    expect(states.get(bobItem!)?.state).toBe('done');
+  }, 120_000);
 });

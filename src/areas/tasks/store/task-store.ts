@@ -5,6 +5,7 @@ import type { FusedStatement } from '../../../outbox/outbox.js';
 import type { JobData } from '../../../queue/jobs.js';
 import type { Sql } from '../../../storage/driver/database.js';
 import { sqlFile } from '../../../storage/sql-file.js';
+import type { StoredPrincipal } from '../task-principal.js';
 import { FINAL_OUTCOMES, OPEN_OUTCOMES, derivedStatus, sqlList, type TaskStatus } from '../actions/task-states.js';
 import { CSTATS_COLUMN } from './cstats-column.js';
 
@@ -53,13 +54,15 @@ export interface NewTask {
   metadata: Record<string, unknown>;
   creator: string | null;
   owner: string | null;
+  /** Whom its runs act for (`task-principal.ts`); kept, never presented. */
+  principal: StoredPrincipal;
 }
 
 export async function insertTask(sql: Sql, t: NewTask): Promise<TaskRow> {
   const { rows } = await sql.query<TaskRow>(
-    `INSERT INTO tasks (tid, sid, name, type, metadata, creator, owner) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
+    `INSERT INTO tasks (tid, sid, name, type, metadata, creator, owner, principal) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::jsonb)
      RETURNING ${TASK_COLS}`,
-    [t.tid, t.sid, t.name, t.type, JSON.stringify(t.metadata), t.creator, t.owner],
+    [t.tid, t.sid, t.name, t.type, JSON.stringify(t.metadata), t.creator, t.owner, JSON.stringify(t.principal)],
   ).catch(throwSqlError);
   return rows[0]!;
 }
