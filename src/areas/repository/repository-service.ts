@@ -258,7 +258,9 @@ export class RepositoryService {
     const { entry, users } = force ? { entry: await this.get(p, sid, uuid, 'delete'), users: [] } : await this.getWithUsers(p, sid, uuid, 'delete');
     if (entry.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
     refuseUsers(users, 'cannot delete');
-    if (!(await this.removeEntry(sid, uuid))) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+    // the in-use rule once more under the locks: a start of a task using the entry may have committed
+    // since the read above, or be about to (it waits for the task rows this takes)
+    if (!(await this.removeEntry(sid, uuid, { unlessInUse: !force }))) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
   }
 
   /**
@@ -275,7 +277,7 @@ export class RepositoryService {
       const locked = await store.lockSubtree(tx, sid, uuid, { users: opts.unlessInUse });
       if (!locked) return 0;
       if (locked.root.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
-      if (opts.unlessInUse) refuseUsers(locked.users ?? []);
+      if (opts.unlessInUse) refuseUsers(locked.users ?? [], 'cannot delete');
       await store.deleteEntry(tx, sid, uuid);
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
       await backend.remove(locked.root);

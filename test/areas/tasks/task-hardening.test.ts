@@ -1,4 +1,6 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_DATABASE_URL } from '../../helpers/env.js';
 import { processEnv, startProcess, waitReady, type ProcessEnv, type TestProcess } from '../../helpers/process.js';
 import { eventually } from '../../helpers/runtime.js';
 
@@ -138,4 +140,55 @@ describe('issue 20: task hardening', () => {
     expect(states.get(aliceItem!)?.message).toContain(docHref(alices));
     expect(states.get(bobItem!)?.state).toBe('done');
   }, 120_000);
+
+  it('race: a delete of a document and the start of a task using it: the delete is refused (409 DOCUMENT_IN_USE) or the item fails, naming the gone document', async () => {
+    const rounds = 10;
+    const bad: string[] = [];
+    let refused = 0;
+    for (let round = 0; round < rounds; round++) {
+      const uuid = await createDoc('admin', `in-use-${round}.pdf`, {});
+      const tid = await createTask('admin', [{ href: docHref(uuid), metadata: { mock: { delayMs: 100 } } }]);
+      const [item] = await inputIds('admin', tid);
+      const [del, started] = await Promise.all([call('admin', 'DELETE', `/v1/services/store/repo/${uuid}`), start('admin', tid)]);
+      expect(started.status).toBe(204);
+      expect([204, 409], JSON.stringify(del.body)).toContain(del.status);
+      const task = await finished('admin', tid);
+      const state = byItem(task.cstats).get(item!);
+      if (del.status === 409) {
+        refused++;
+        expect(del.body.code).toBe('DOCUMENT_IN_USE');
+        if (task.status !== 'completed' || state?.state !== 'done') bad.push(`round ${round}: delete refused, yet the task ${task.status}`);
+      } else if (task.status !== 'failed' || state?.state !== 'failed' || !state.message?.includes(docHref(uuid))) {
+        bad.push(`round ${round}: both succeeded: document deleted, task ${task.status}, item ${state?.state} (${state?.message ?? ''})`);
+      }
+    }
+    console.log(`delete during start: ${refused} of ${rounds} deletes refused; ${bad.length} rounds where both won`);
+    expect(bad).toEqual([]);
+  }, 300_000);
+
+  it("race: a delete of a document waits for a start in flight (the task's row lock held, status processing not yet committed), then answers 409 DOCUMENT_IN_USE", async () => {
+    const uuid = await createDoc('admin', 'held.pdf', {});
+    const tid = await createTask('admin', [{ href: docHref(uuid), metadata: { mock: { delayMs: 0 } } }]);
+    // a start's transaction, held open between its row lock and its commit
+    const c = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path="${pe.schema}"` });
+    await c.connect();
+    try {
+      await c.query('BEGIN');
+      await c.query('SELECT tid FROM tasks WHERE tid = $1 FOR NO KEY UPDATE', [tid]);
+      await c.query(`UPDATE tasks SET status = 'processing', run = run + 1 WHERE tid = $1`, [tid]);
+      let answered = false;
+      const del = call('admin', 'DELETE', `/v1/services/store/repo/${uuid}`).finally(() => (answered = true));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(answered, 'the delete answered while the start held the task').toBe(false);
+      await c.query('COMMIT');
+      const res = await del;
+      expect(res.status, JSON.stringify(res.body)).toBe(409);
+      expect(res.body.code).toBe('DOCUMENT_IN_USE');
+      expect(res.body.details.tasks).toMatchObject([{ tid, status: 'processing' }]);
+    } finally {
+      await c.query('ROLLBACK').catch(() => {});
+      await c.end();
+    }
+    expect((await call('admin', 'GET', `/v1/services/store/repo/${uuid}`)).status).toBe(200);
+  }, 60_000);
 });
