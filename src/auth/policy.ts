@@ -27,6 +27,12 @@ export type Target = Owned | typeof SHARED;
 export class Policy {
   constructor(private readonly permissions: Permissions) {}
 
+  /** The roles' scope, limited to own objects for a principal that acts for its owner only (`ownOnly`). */
+  private scope(p: Principal, area: Area, action: Action) {
+    const scope = this.permissions.scope(p, area, action);
+    return scope && p.ownOnly ? 'own' : scope;
+  }
+
   /** Is the object the caller's own? */
   static isOwn(p: Principal, obj: Owned): boolean {
     return (!!obj.creator && p.identities.includes(obj.creator)) || (!!obj.owner && p.identities.includes(obj.owner));
@@ -34,7 +40,7 @@ export class Policy {
 
   /** May the caller do `action` in `area`, on `target` when given (else: on some object)? */
   may(p: Principal, area: Area, action: Action, target?: Target): boolean {
-    const scope = this.permissions.scope(p, area, action);
+    const scope = this.scope(p, area, action);
     if (!scope) return false;
     return scope === 'all' || target === undefined || target === SHARED || Policy.isOwn(p, target);
   }
@@ -44,7 +50,7 @@ export class Policy {
    * `NOT_OWNER` when the object is somebody else's.
    */
   require(p: Principal, area: Area, action: Action, target?: Target): void {
-    if (!this.permissions.scope(p, area, action)) throw new AppError('FORBIDDEN', `missing permission: ${action} on ${area}`, { area, action });
+    if (!this.scope(p, area, action)) throw new AppError('FORBIDDEN', `missing permission: ${action} on ${area}`, { area, action });
     if (!this.may(p, area, action, target)) {
       throw new AppError('NOT_OWNER', `this object belongs to another user (${action} on ${area} is limited to your own)`, { area, action });
     }
@@ -58,7 +64,7 @@ export class Policy {
    * UPDATE decide rights in its WHERE instead of a read, a check and a write.
    */
   ownedBy(p: Principal, area: Area, actions: readonly Action[]): string[] | undefined | false {
-    const scopes = actions.map((a) => this.permissions.scope(p, area, a));
+    const scopes = actions.map((a) => this.scope(p, area, a));
     if (scopes.some((s) => !s)) return false;
     return scopes.every((s) => s === 'all') ? undefined : [...p.identities];
   }
@@ -69,7 +75,7 @@ export class Policy {
    */
   listingScope(p: Principal, area: Area, action: Action = 'read'): string[] | undefined {
     this.require(p, area, action);
-    return this.permissions.scope(p, area, action) === 'all' ? undefined : [...p.identities];
+    return this.scope(p, area, action) === 'all' ? undefined : [...p.identities];
   }
 
   /**

@@ -11,9 +11,16 @@ export interface Principal {
   expires: number;
   claims: Record<string, unknown>;
   /**
+   * Every scope limited to the user's own objects, whatever the roles grant
+   * (`Policy`). Never set from a token: a task run acting for an owner other
+   * than the task's creator (src/areas/tasks/task-principal.ts), or for what
+   * the runtime's own work made.
+   */
+  ownOnly?: boolean;
+  /**
    * The runtime acting on its own (an intake storing a file, creating a
-   * task): every right on every object. Set only by `systemPrincipal`, never
-   * from a token.
+   * task): every right (limited to own objects with `ownOnly`). Set only by
+   * `systemPrincipal` and a system task's run, never from a token.
    */
   system?: true;
 }

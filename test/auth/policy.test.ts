@@ -50,6 +50,16 @@ describe('ownership policy', () => {
     expect(policy.may(reader, 'configuration', 'read')).toBe(false);
   });
 
+  it('ownOnly (a task run acting for its owner): every scope limited to own objects, the rights themselves kept', () => {
+    const forBob = { ...who('bob', ['admin']), identities: ['bob'], ownOnly: true };
+    expect(policy.may(forBob, 'documents', 'read', { creator: 'bob' })).toBe(true);
+    expect(policy.may(forBob, 'documents', 'read', { creator: 'alice' })).toBe(false);
+    expect(codeOf(() => policy.require(forBob, 'documents', 'read', { creator: 'alice' }))).toBe('403 NOT_OWNER');
+    expect(policy.listingScope(forBob, 'documents')).toEqual(['bob']);
+    expect(policy.ownedBy(forBob, 'tasks', ['read', 'act'])).toEqual(['bob']);
+    expect(policy.may({ ...forBob, roles: ['readonly'] }, 'documents', 'write', { creator: 'bob' })).toBe(false);
+  });
+
   it('shared objects (the root collection) need only the area right', () => {
     expect(policy.may(alice, 'documents', 'write', SHARED)).toBe(true);
     expect(policy.may(reader, 'documents', 'read', SHARED)).toBe(true);

@@ -104,7 +104,8 @@ export interface ProcessEnv {
   prefix: string;
   /** Environment for `startProcess`. */
   env: Record<string, string>;
-  token(url: string, user?: string): Promise<string>;
+  /** A development-issuer token for `user` (default alice) with `roles` (default admin). */
+  token(url: string, user?: string, roles?: string[]): Promise<string>;
   /** Kills the processes, drops the schema and the queues (the DATA_DIR goes when the test file is done). */
   cleanup(): Promise<void>;
 }
@@ -123,9 +124,9 @@ export async function processEnv(config: Record<string, unknown>): Promise<Proce
   return {
     dataDir, schema, prefix,
     env: { DATA_DIR: dataDir, CONFIG: file },
-    async token(url, user = 'alice') {
+    async token(url, user = 'alice', roles = ['admin']) {
       const issuer = await DevIssuer.open(dataDir, `${url}/dev-issuer`);
-      return issuer.mint({ user, roles: ['admin'] });
+      return issuer.mint({ user, roles });
     },
     async cleanup() {
       killAll();

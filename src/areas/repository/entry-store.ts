@@ -375,13 +375,36 @@ const USERS_OF_T = `(
     WHERE i.doc_uuid = ANY (ARRAY(SELECT uuid FROM t)) AND k.status = 'processing') u)`;
 
 /**
+ * The tasks whose input lists name any of `uuids`, their rows share-locked
+ * (`FOR SHARE`, in tid order) for the rest of the transaction; those in status
+ * processing are returned. A start takes the same rows `FOR NO KEY UPDATE`
+ * (`lockForStart` of the task store), so the two take turns: a start that
+ * committed first is seen here on the row's latest version (409 for the
+ * caller), and one that comes later waits for this transaction, then runs
+ * without the document (its item fails, naming it). Every user is locked, not
+ * only the processing ones: an idle task is what a start could move.
+ */
+async function lockUsers(tx: Sql, uuids: readonly string[]): Promise<TaskRef[]> {
+  if (uuids.length === 0) return [];
+  const { rows } = await tx.query<TaskRow>(
+    `SELECT k.tid, k.sid, k.status FROM tasks k
+     WHERE k.tid = ANY(ARRAY(SELECT l.tid FROM list_items i JOIN lists l ON l.lid = i.lid AND l.kind = 'input' WHERE i.doc_uuid = ANY($1::uuid[])))
+     ORDER BY k.tid FOR SHARE OF k`,
+    [[...uuids]],
+  );
+  return rows.filter((r) => r.status === 'processing').map(taskRef);
+}
+
+/**
  * Locks the entry and every entry below it (`FOR UPDATE`) for the rest of the
  * transaction and returns the entry with the subtree's size, or undefined when
  * it is gone. Deletes,
  * renames and content writes take these locks before they touch the disk, so
  * two of them on the same entry (or on a collection and something inside it)
  * run one after the other. Rows are locked in uuid order, one global order,
- * so overlapping subtrees cannot deadlock.
+ * so overlapping subtrees cannot deadlock. With `users`, a second statement
+ * then locks the tasks using the subtree (`lockUsers`: a delete's in-use rule,
+ * which a start cannot slip past) and reports those in status processing.
  */
 export async function lockSubtree(tx: Sql, sid: string, uuid: string, opts: { users?: boolean } = {}): Promise<LockedSubtree | undefined> {
   // One statement: every row of the subtree locked (in uuid order, so two lockers cannot deadlock),
@@ -389,10 +412,8 @@ export async function lockSubtree(tx: Sql, sid: string, uuid: string, opts: { us
   // Only collections are descended into, and the rows are locked through the primary key
   // (= ANY of the ids found): the planner cannot tell a document's empty subtree from a large
   // collection's, and joined the table by sequential scans, twice per locked document.
-  // With `users`, the root's row also carries the tasks using the subtree (a delete's in-use rule, same round trip).
   const rootOnly = COLS.split(',').map((c) => c.trim()).map((c) => (c === 'uuid' ? 'e.uuid' : `CASE WHEN e.uuid = $2 THEN e.${c} END AS ${c}`));
-  if (opts.users) rootOnly.push(`CASE WHEN e.uuid = $2 THEN ${USERS_OF_T} END AS users`);
-  const { rows } = await tx.query<EntryRow & { users?: TaskRow[] | null }>(
+  const { rows } = await tx.query<EntryRow>(
     `WITH RECURSIVE t AS (
        SELECT uuid, type FROM entries WHERE sid = $1 AND uuid = $2
        UNION ALL
@@ -400,10 +421,11 @@ export async function lockSubtree(tx: Sql, sid: string, uuid: string, opts: { us
      ) SELECT ${rootOnly.join(', ')} FROM entries e WHERE e.sid = $1 AND e.uuid = ANY (ARRAY(SELECT uuid FROM t)) ORDER BY e.uuid FOR UPDATE OF e`,
     [sid, uuid],
   );
-  const found = rows.find((r) => r.uuid === uuid);
-  if (!found) return undefined;
-  const { users, ...root } = found;
-  return { root: root as EntryRow, size: rows.length, ...(opts.users ? { users: (users ?? []).map(taskRef) } : {}) };
+  const root = rows.find((r) => r.uuid === uuid);
+  if (!root) return undefined;
+  // the tasks after the entries (the lock order): in a statement of its own, whose snapshot is taken
+  // once the entries are locked, and whose share locks return each task row's latest version
+  return { root, size: rows.length, ...(opts.users ? { users: await lockUsers(tx, rows.map((r) => r.uuid)) } : {}) };
 }
 
 /** Is `ancestor` the entry itself or above it? (moves into oneself are refused) */

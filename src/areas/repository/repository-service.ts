@@ -40,7 +40,10 @@ function numberedName(name: string, n: string): string {
 }
 
 /** What ownership an entry has for the policy: the root collection is shared. */
-const target = (entry: EntryRow): Target => (entry.parent === null ? SHARED : entry);
+const target = (entry: Pick<EntryRow, 'parent' | 'creator' | 'owner'>): Target => (entry.parent === null ? SHARED : entry);
+
+/** The owners and place of an entry: what its rights are decided on. */
+export type EntryOwners = Pick<EntryRow, 'parent' | 'creator' | 'owner'>;
 
 /** 400 unless merged metadata (a PATCH adds to what is stored) can still be stored. */
 function checkMergedMetadata(metadata: Record<string, unknown>): void {
@@ -103,6 +106,27 @@ export class RepositoryService {
   /** The shared root collection is usable by anybody with the area right; other entries follow ownership. */
   authorize(p: Principal, entry: EntryRow, action: 'read' | 'write' | 'delete'): void {
     this.policy.require(p, 'documents', action, target(entry));
+  }
+
+  /**
+   * Why `p` may not read a document, as `GET …/content` would refuse it (404
+   * `ENTRY_NOT_FOUND` when it is gone, 403 `FORBIDDEN` or `NOT_OWNER`), with a
+   * message naming it; undefined when `p` may. `entry`: the document's row as
+   * the caller read it, null when there is none. For work done for a user
+   * outside their request: a task run reads its items' documents with the
+   * task's principal (`runAs`); a connector that reads documents for a task
+   * (the print connector) goes through this service with the same principal
+   * (`openContent(runAs(task), …)` applies this rule, with the backend's
+   * refresh).
+   */
+  readRefusal(p: Principal, doc: { sid: string; uuid: string }, entry: EntryOwners | null): AppError | undefined {
+    const href = `/v1/services/${encodeURIComponent(doc.sid)}/repo/${doc.uuid}`;
+    const details = { sid: doc.sid, uuid: doc.uuid, href };
+    if (!entry) return new AppError('ENTRY_NOT_FOUND', `document ${href} not found`, details);
+    if (this.policy.may(p, 'documents', 'read', target(entry))) return undefined;
+    return this.policy.may(p, 'documents', 'read')
+      ? new AppError('NOT_OWNER', `document ${href} belongs to another user: ${p.user} may not read it`, details)
+      : new AppError('FORBIDDEN', `${p.user} may not read documents, so not ${href}`, details);
   }
 
   private ownedFilter(p: Principal): string[] | undefined {
@@ -295,7 +319,9 @@ export class RepositoryService {
     const { entry, users } = force ? { entry: await this.get(p, sid, uuid, 'delete'), users: [] } : await this.getWithUsers(p, sid, uuid, 'delete');
     if (entry.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
     refuseUsers(users, 'cannot delete');
-    if (!(await this.removeEntry(sid, uuid))) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+    // the in-use rule once more under the locks: a start of a task using the entry may have committed
+    // since the read above, or be about to (it waits for the task rows this takes)
+    if (!(await this.removeEntry(sid, uuid, { unlessInUse: !force }))) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
   }
 
   /**
@@ -312,7 +338,7 @@ export class RepositoryService {
       const locked = await store.lockSubtree(tx, sid, uuid, { users: opts.unlessInUse });
       if (!locked) return 0;
       if (locked.root.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
-      if (opts.unlessInUse) refuseUsers(locked.users ?? []);
+      if (opts.unlessInUse) refuseUsers(locked.users ?? [], 'cannot delete');
       await store.deleteEntry(tx, sid, uuid);
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
       await backend.remove(locked.root);

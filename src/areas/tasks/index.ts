@@ -24,7 +24,7 @@ export const tasksArea: Area = {
     const log = s.log.child({ component: 'task-items' });
     const interrupts = new ItemInterrupts(s.db, log);
     interrupts.listen();
-    const runner = new ItemRunner({ db: s.db, registry: s.registry, outbox: s.outbox, interrupts, log });
+    const runner = new ItemRunner({ db: s.db, documents: s.repository, registry: s.registry, outbox: s.outbox, interrupts, log });
     return { 'task.items': (data, ctx) => runner.run(data, ctx) };
   },
   async pending(s, limit) {

@@ -13,6 +13,7 @@ import { countTasks, listTasks, type TaskScope } from './store/task-queries.js';
 import { ACTIVE_STATUSES } from './actions/task-states.js';
 import { settle } from './actions/settle.js';
 import type { TaskRow } from './store/task-store.js';
+import { principalToStore } from './task-principal.js';
 
 /** Whether the task is active: no deletion, no change to it or its input list (DESIGN.md section 6). */
 export const isActive = (t: TaskRow) => (ACTIVE_STATUSES as readonly string[]).includes(t.status);
@@ -105,6 +106,7 @@ export class TaskService {
     return this.db.transaction(async (tx) => {
       const task = await store.insertTask(tx, {
         tid, sid, name: input.name, type: input.type ?? null, metadata: input.metadata, creator: p.user, owner,
+        principal: principalToStore(p, owner),
       });
       return { task, filled: await fill(tx, task) };
     });

@@ -46,12 +46,15 @@ export class ActionService {
 
   constructor(private readonly d: ActionDeps) {
     this.starts = new MicroBatcher({
-      many: async (requests) => {
-        const rows = await d.outbox.addEachWith<'task.items', store.StartedRun>(d.db, store.startRunStatement(requests, d.itemsPerJob), 'task.items',
+      // the tasks' row locks first, in a statement of their own: the start's statement then reads a
+      // snapshot taken after every input change that held one committed (see `lockForStart`)
+      many: (requests) => d.db.transaction(async (tx) => {
+        await store.lockForStart(tx, requests.map((r) => r.tid));
+        const rows = await d.outbox.addEachWith<'task.items', store.StartedRun>(tx, store.startRunStatement(requests, d.itemsPerJob), 'task.items',
           requests.map(({ sid, tid }) => ({ sid, tid, run: 1, chunk: 0 })));
         const byN = new Map(rows.map((r) => [r.n, r]));
         return requests.map((_, i) => byN.get(i + 1));
-      },
+      }),
       key: (r) => r.tid,
     }, 1, 64, { gatherTurn: true }); // one in flight, the rest wait and go together (as ItemRunner's batchers)
   }
@@ -66,9 +69,9 @@ export class ActionService {
     const { from, to } = TASK_TRANSITIONS[action];
     let ran: number | undefined;
     if (action === 'start' || action === 'resume') {
-      // one autocommitted statement (shared with other tasks' starts meanwhile): the transition (rights
-      // in its WHERE), the run's item rows and its jobs; only when nothing moved does a second read say
-      // why (404, 403 or 409)
+      // one transaction (shared with other tasks' starts meanwhile): the row locks, then one statement
+      // with the transition (rights in its WHERE), the run's item rows and its jobs; only when nothing
+      // moved does a second read say why (404, 403 or 409)
       const owned = this.d.policy.ownedBy(p, 'tasks', ['read', 'act']);
       const moved = owned === false ? undefined : await this.starts.run({ sid, tid, from, to, ownedBy: owned });
       if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(this.d.db, tid, { cstats: false }));

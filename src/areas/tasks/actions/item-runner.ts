@@ -2,6 +2,8 @@ import { ItemInterrupted, applyEffect, type ItemEffect, type ItemReport, type Ta
 import type { ConnectorRegistry } from '../../../connectors/registry.js';
 import { stateStore } from '../../../connectors/lifecycle/state-store.js';
 import { outboxPort, type ConnectorStateStore, type OutboxPort } from '../../../connectors/ports.js';
+import type { Principal } from '../../../auth/principal.js';
+import type { AppError } from '../../../errors/app-error.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import type { JobContext, JobData } from '../../../queue/jobs.js';
@@ -11,11 +13,20 @@ import type { ItemInterrupts } from './item-interrupts.js';
 import { mergeMetadata } from '../../lists/store/merge-metadata.js';
 import * as store from '../store/task-store.js';
 import { chunkItems, itemOpen, type ChunkItem, type ChunkRef } from '../store/item-queries.js';
+import type { EntryOwners } from '../../repository/repository-service.js';
+import { runAs } from '../task-principal.js';
 import { settle } from './settle.js';
 import type { TaskStatus } from './task-states.js';
 
+/** The repository's read rule for documents (`RepositoryService.readRefusal`). */
+export interface DocumentRights {
+  readRefusal(p: Principal, doc: { sid: string; uuid: string }, entry: EntryOwners | null): AppError | undefined;
+}
+
 export interface RunnerDeps {
   db: Database;
+  /** Items naming repository documents run only when the task's principal may read them. */
+  documents: DocumentRights;
   registry: ConnectorRegistry;
   outbox: Outbox;
   interrupts: ItemInterrupts;
@@ -56,12 +67,24 @@ export class ItemRunner {
     // every final report tries to settle the task in its own statement; when the last one that was
     // stored did not, the status is derived once more after it committed (also when the job stops early)
     const progress = { unsettled: false };
+    // the rights the items' documents are read with: the task's owner's, else its creator's (one task per chunk)
+    const principal = runAs(items[0]!);
     try {
       for (let i = 0; i < items.length; i++) {
         const row = items[i]!;
         if (ctx.signal.aborted) throw ctx.signal.reason; // shutdown or lost lock: the job runs again, done items are skipped
         // the first item was read open a moment ago; a later one is checked again (a pause or abort meanwhile)
         if (i > 0 && !(await itemOpen(this.d.db, tid, row.item, run))) continue;
+        // a document the task's principal may not read (or one gone) fails the item before anything of it
+        // (its metadata included) reaches the connector: the rule of GET …/content
+        const refusal = row.doc_sid !== null && row.doc_uuid !== null
+          ? this.d.documents.readRefusal(principal, { sid: row.doc_sid, uuid: row.doc_uuid }, row.doc)
+          : undefined;
+        if (refusal) {
+          this.d.log.info({ tid, item: row.item, code: refusal.code, user: principal.user }, 'task item refused: its document cannot be read');
+          await this.fail(sid, tid, run, row.item, refusal.message, progress);
+          continue;
+        }
         const item: TaskItem = {
           sid, tid, id: row.item, index: row.position, href: row.href,
           // effective metadata, lowest priority first: document, task, input list, item
@@ -72,6 +95,13 @@ export class ItemRunner {
     } finally {
       if (progress.unsettled) await settle(this.d.db, tid).catch((err: unknown) => this.d.log.warn({ err, tid }, 'task status not derived; the reconciler will'));
     }
+  }
+
+  /** A final `failed` report of an item the runner does not hand to the connector (as a data-effect report in `runOne`). */
+  private async fail(sid: string, tid: string, run: number, item: string, message: string, progress: { unsettled: boolean }): Promise<void> {
+    const report: ItemReport = { jobId: `${tid}.${item}`, item, state: 'failed', outcome: 'failed', message };
+    const { applied, settled } = await this.finals.run({ sid, tid, run, report, effect: undefined });
+    if (applied) progress.unsettled = settled === undefined;
   }
 
   /**

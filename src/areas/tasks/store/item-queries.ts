@@ -1,5 +1,6 @@
 import type { Sql } from '../../../storage/driver/database.js';
 import type { ItemRowOutcome } from '../actions/task-states.js';
+import type { StoredPrincipal } from '../task-principal.js';
 
 /**
  * Reads of a task's per-item rows (`task_items`): what a `task.items` job
@@ -28,6 +29,15 @@ export interface ChunkItem {
   item_metadata: Record<string, unknown>;
   list_metadata: Record<string, unknown>;
   doc_metadata: Record<string, unknown> | null;
+  /** The repository document the href names (`docRef`), or null for a URL. */
+  doc_sid: string | null;
+  doc_uuid: string | null;
+  /** The document's row as the rights need it, or null when it is gone (or never was). */
+  doc: { creator: string | null; owner: string | null; parent: string | null } | null;
+  /** Whom the task's run acts for, with what it falls back on (`runAs`). */
+  creator: string | null;
+  owner: string | null;
+  principal: StoredPrincipal | null;
 }
 
 /** One `task.items` job's chunk: the task, its run and the chunk's number. */
@@ -39,8 +49,9 @@ export interface ChunkRef {
 
 /**
  * The open items of jobs of runs, per chunk of `chunks` (in its order): each
- * chunk's items in list order, with the document's metadata when the href
- * names one; none unless the task still processes that run (paused,
+ * chunk's items in list order, with the document's metadata and owners when
+ * the href names one (the run checks its rights first) and the task's
+ * principal; none unless the task still processes that run (paused,
  * aborted, restarted or deleted meanwhile). One statement for every chunk,
  * so the chunk reads of jobs starting at about the same time go together
  * (`ItemRunner`'s `MicroBatcher`). A read: the first item is taken on this
@@ -50,7 +61,9 @@ export interface ChunkRef {
 export async function chunkItems(sql: Sql, chunks: readonly ChunkRef[]): Promise<ChunkItem[][]> {
   const { rows } = await sql.query<ChunkItem & { n: string }>(
     `SELECT c.n, t.item, li.position, li.href, k.metadata AS task_metadata, li.metadata AS item_metadata,
-       l.metadata AS list_metadata, e.metadata AS doc_metadata
+       l.metadata AS list_metadata, e.metadata AS doc_metadata, li.doc_sid, li.doc_uuid,
+       CASE WHEN e.uuid IS NOT NULL THEN json_build_object('creator', e.creator, 'owner', e.owner, 'parent', e.parent) END AS doc,
+       k.creator, k.owner, k.principal
      FROM unnest($1::uuid[], $2::int[], $3::int[]) WITH ORDINALITY AS c(tid, run, chunk, n)
      JOIN task_items t ON t.tid = c.tid AND t.run = c.run AND t.chunk = c.chunk
      -- the tasks by their ids (= ANY: the primary key), the status checked on the row (IS TRUE: not

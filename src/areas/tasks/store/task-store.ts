@@ -5,6 +5,7 @@ import type { FusedStatement } from '../../../outbox/outbox.js';
 import type { JobData } from '../../../queue/jobs.js';
 import type { Sql } from '../../../storage/driver/database.js';
 import { sqlFile } from '../../../storage/sql-file.js';
+import type { StoredPrincipal } from '../task-principal.js';
 import { FINAL_OUTCOMES, OPEN_OUTCOMES, derivedStatus, sqlList, type TaskStatus } from '../actions/task-states.js';
 import { CSTATS_COLUMN } from './cstats-column.js';
 
@@ -53,13 +54,15 @@ export interface NewTask {
   metadata: Record<string, unknown>;
   creator: string | null;
   owner: string | null;
+  /** Whom its runs act for (`task-principal.ts`); kept, never presented. */
+  principal: StoredPrincipal;
 }
 
 export async function insertTask(sql: Sql, t: NewTask): Promise<TaskRow> {
   const { rows } = await sql.query<TaskRow>(
-    `INSERT INTO tasks (tid, sid, name, type, metadata, creator, owner) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
+    `INSERT INTO tasks (tid, sid, name, type, metadata, creator, owner, principal) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8::jsonb)
      RETURNING ${TASK_COLS}`,
-    [t.tid, t.sid, t.name, t.type, JSON.stringify(t.metadata), t.creator, t.owner],
+    [t.tid, t.sid, t.name, t.type, JSON.stringify(t.metadata), t.creator, t.owner, JSON.stringify(t.principal)],
   ).catch(throwSqlError);
   return rows[0]!;
 }
@@ -108,6 +111,21 @@ export async function transition(sql: Sql, sid: string, tid: string, from: reado
   return rows[0];
 }
 
+/**
+ * Takes the row locks of tasks about to start or resume (`FOR NO KEY UPDATE`,
+ * in tid order, the order every statement locking several tasks keeps), in
+ * the transaction that then sends `startRunStatement`. Under READ COMMITTED a
+ * statement reads the snapshot it took when it began: had it waited for the
+ * locks itself, an input change committed meanwhile (the change holds the
+ * same lock, `getTask(tx, tid, { lock: true })`) would be missing from the
+ * run's items. Taken by a statement of its own, the start's statement begins
+ * after every such change committed, and later changes wait and see
+ * `processing` (409).
+ */
+export async function lockForStart(tx: Sql, tids: readonly string[]): Promise<void> {
+  await tx.query('SELECT tid FROM tasks WHERE tid = ANY($1::uuid[]) ORDER BY tid FOR NO KEY UPDATE', [[...tids]]);
+}
+
 /** One start or resume of `startRunStatement`: the task, the state table's cell and the caller's rights (`ownedBy`). */
 export interface StartRequest {
   sid: string;
@@ -125,7 +143,8 @@ const START_RUNS_WITH = sqlFile(new URL('./statements/start-runs.sql', import.me
 
 /**
  * Starts and resumes of different tasks (one request per task) as one
- * autocommitted statement (`statements/start-runs.sql`), so the starts of
+ * statement (`statements/start-runs.sql`), sent after `lockForStart` in the
+ * same transaction, so the starts of
  * concurrent requests go together (`ActionService`'s `MicroBatcher`), fused
  * with one `task.items` job per chunk (`Outbox.addEachWith`). One row per
  * request that moved (`n`: its 1-based place in `requests`): the run and its

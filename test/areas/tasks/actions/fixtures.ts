@@ -7,6 +7,8 @@ import { effectKey } from '../../../../src/connectors/mock/mock-tasks.js';
 export interface TaskSpec {
   sid: string;
   creator?: string;
+  /** The creator's roles the task keeps for its runs (`tasks.principal`; default admin). */
+  roles?: string[];
   status?: TaskStatus;
   metadata?: Record<string, unknown>;
   listMetadata?: Record<string, unknown>;
@@ -25,8 +27,10 @@ export async function createTask(db: { transaction<T>(fn: (tx: Sql) => Promise<T
   const lid = randomUUID();
   const items = (spec.items ?? []).map(() => randomUUID());
   await db.transaction(async (tx) => {
-    await tx.query(`INSERT INTO tasks (tid, sid, name, status, metadata, creator) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [tid, spec.sid, `task ${tid.slice(0, 8)}`, spec.status ?? 'idle', JSON.stringify(spec.metadata ?? {}), spec.creator ?? 'alice']);
+    const creator = spec.creator ?? 'alice';
+    const principal = { user: creator, identities: [creator], roles: spec.roles ?? ['admin'], ownOnly: false };
+    await tx.query(`INSERT INTO tasks (tid, sid, name, status, metadata, creator, principal) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [tid, spec.sid, `task ${tid.slice(0, 8)}`, spec.status ?? 'idle', JSON.stringify(spec.metadata ?? {}), creator, JSON.stringify(principal)]);
     await tx.query(`INSERT INTO lists (lid, kind, tid, metadata, creator, item_count) VALUES ($1, 'input', $2, $3, $4, $5)`,
       [lid, tid, JSON.stringify(spec.listMetadata ?? {}), spec.creator ?? 'alice', spec.items?.length ?? 0]);
     const specs = spec.items ?? [];

@@ -25,6 +25,7 @@ for (const [driver, open] of bothDrivers()) {
         const task = await store.insertTask(db, {
           tid: randomUUID(), sid: i < 4 ? 'a' : 'b', name: `t${i}`, type: null,
           metadata: { day: `2026-01-0${i + 1}`, deep: { n: i } }, creator: i % 2 === 0 ? 'ann' : 'bob', owner: i === 1 ? 'ann' : null,
+          principal: { user: i % 2 === 0 ? 'ann' : 'bob', identities: [i % 2 === 0 ? 'ann' : 'bob'], roles: ['user'], ownOnly: false },
         });
         tids.push(task.tid);
         const input = await lists.createList(db, { kind: 'input', tid: task.tid });

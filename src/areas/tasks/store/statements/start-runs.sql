@@ -1,6 +1,9 @@
--- Starts and resumes of several tasks (one request per task) in one autocommitted statement: the
--- common table expressions of `startRunStatement` (task-store.ts). The outbox fuses them with the
--- statement's `main` SELECT and one `task.items` outbox row per chunk (`Outbox.addEachWith`).
+-- Starts and resumes of several tasks (one request per task) in one statement: the common table
+-- expressions of `startRunStatement` (task-store.ts). The outbox fuses them with the statement's
+-- `main` SELECT and one `task.items` outbox row per chunk (`Outbox.addEachWith`). It is sent in a
+-- transaction whose first statement took the tasks' row locks (`lockForStart`): this statement's
+-- snapshot then holds every input change that committed under those locks (a statement that waits
+-- for a lock itself still reads the snapshot it began with, and would leave such items out).
 --
 -- Parameters:
 --   $1 jsonb  the requests, an array of { n int (1-based place), tid uuid, sid text,
@@ -12,7 +15,7 @@
 -- Locks, in order:
 --   1. every requested task's row (FOR NO KEY UPDATE), all of them before anything else, by tid
 --      (the order `write-final-reports.sql` takes them in), so no two such statements, nor one and a
---      final report, wait for each other in a cycle;
+--      final report, wait for each other in a cycle; held already when `lockForStart` ran first;
 --   2. the rows of `task_items` of the tasks that moved (deleted, inserted or updated).
 --
 -- Guarantees, per request, exactly as on its own:
