@@ -161,8 +161,15 @@ export class PrinterService {
     });
   }
 
+  /**
+   * The printer's log as the caller may see it: its own lines (operations,
+   * device checks, device errors: they name no job) to every printer reader,
+   * a job's lines only to those who may read the job (a plain user: their
+   * own jobs'), as `GET /v3/jobs/{id}/logs` would show them.
+   */
   async log(p: Principal, name: string): Promise<PrintLogRow[]> {
     await this.get(p, name);
-    return printerLog(this.s.db, name, 1000);
+    const jobsOf = this.s.policy.ownedBy(p, 'jobs', ['read']);
+    return printerLog(this.s.db, name, 1000, jobsOf === false ? [] : jobsOf);
   }
 }

@@ -17,7 +17,8 @@ export function deliveryName(ticket: PrintTicket): string {
   return `${ticket.jobId}-${safe || 'document'}`;
 }
 
-const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+/** An error's code for messages: the errno code, never the error's text (a file system error's text names the absolute path). */
+const code = (err: unknown) => (err as NodeJS.ErrnoException | undefined)?.code ?? (err as Error | undefined)?.name ?? 'error';
 
 /**
  * A directory as a printer (`file:///dir`): one file per job, for RIPs and
@@ -35,7 +36,7 @@ export class DirectoryBackend implements PrintBackend {
   }
 
   async send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<{ deviceJobId: string; message: string }> {
-    if (!JOB_ID.test(ticket.jobId)) throw new PrintDeliveryError('refused', `job id "${ticket.jobId.slice(0, 80)}" cannot name a file`);
+    if (!JOB_ID.test(ticket.jobId)) throw new PrintDeliveryError('refused', 'the job id cannot name a file');
     const name = deliveryName(ticket);
     const final = path.join(this.dir, name);
     const temp = path.join(this.dir, `.${ticket.jobId}.${randomBytes(6).toString('hex')}.part`);
@@ -49,7 +50,7 @@ export class DirectoryBackend implements PrintBackend {
     } catch (err) {
       content.destroy();
       await unlink(temp).catch(() => {});
-      throw new PrintDeliveryError('not-delivered', `job not written to ${this.dir} (${code(err)})`, { cause: err });
+      throw new PrintDeliveryError('not-delivered', `job not written (${code(err)})`, { cause: err });
     }
     try {
       await link(temp, final);
@@ -64,19 +65,19 @@ export class DirectoryBackend implements PrintBackend {
     try {
       await syncDir(this.dir);
     } catch (err) {
-      throw new PrintDeliveryError('uncertain', `${name} written but ${this.dir} not synced (${code(err)})`, { cause: err });
+      throw new PrintDeliveryError('uncertain', `the job's file was written but the directory was not synced (${code(err)})`, { cause: err });
     }
-    return { deviceJobId: name, message: `written to ${final}` };
+    return { deviceJobId: name, message: `written as ${name}` };
   }
 
   async checkPhysical(): Promise<{ reachable: boolean; message: string; checked: Date }> {
     const checked = new Date();
     try {
-      if (!(await stat(this.dir)).isDirectory()) return { reachable: false, message: `${this.dir} is not a directory`, checked };
+      if (!(await stat(this.dir)).isDirectory()) return { reachable: false, message: 'not a directory', checked };
       await access(this.dir, constants.W_OK);
       return { reachable: true, message: 'directory writable', checked };
     } catch (err) {
-      return { reachable: false, message: `${this.dir}: ${code(err)}`, checked };
+      return { reachable: false, message: `directory not usable (${code(err)})`, checked };
     }
   }
 }
