@@ -37,4 +37,18 @@ export default tseslint.config(
     files: ['src/storage/driver/**'],
     rules: { 'no-restricted-imports': 'off' },
   },
+  {
+    // print backends reach devices only through the confinement rule (print-backends/confinement.ts): its `connect`
+    // for network backends, so none can open a connection the rule did not judge (types may still be imported)
+    files: ['src/connectors/print-backends/**'],
+    ignores: ['src/connectors/print-backends/confinement.ts'],
+    rules: {
+      'no-restricted-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        paths: ['node:net', 'net', 'node:tls', 'tls', 'node:dns', 'dns', 'node:dns/promises', 'dns/promises', 'node:http', 'http', 'node:https', 'https', 'undici']
+          .map((name) => ({ name, allowTypeImports: true, message: 'Print backends connect through PrintConfinement.connect (print-backends/confinement.ts).' }))
+          .concat(['bullmq', 'ioredis', 'pg', '@electric-sql/pglite'].map((name) => ({ name, allowTypeImports: false, message: 'Only src/queue/ and src/storage/driver/ import these.' }))),
+      }],
+    },
+  },
 );

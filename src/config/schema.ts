@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseAddressRange } from '../net/address-policy.js';
 import { QUEUE_NAMES } from '../queue/jobs.js';
 
 /** Rights a role may hold in an area. */
@@ -44,6 +45,20 @@ const batchingSchema = (d: { maxInFlight: number; maxBatch: number }) => z.stric
   maxInFlight: z.coerce.number().int().min(1).max(64).default(d.maxInFlight),
   maxBatch: z.coerce.number().int().min(1).max(1000).default(d.maxBatch),
 }).prefault({});
+
+/** A range for `print.confinement` (`10.0.0.0/8`, `fd00::/8`, or one address), optionally limited to some ports. */
+const cidrSchema = z.string().refine((v) => {
+  try {
+    parseAddressRange(v);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'an IP address or a range such as 10.0.0.0/8 or fd00::/8');
+const addressRuleSchema = z.union([cidrSchema, z.strictObject({
+  cidr: cidrSchema,
+  ports: z.array(z.coerce.number().int().min(1).max(65535)).min(1).optional(),
+})]);
 
 const sidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'service ids are 1-63 letters, digits, "_" or "-"');
 
@@ -146,6 +161,16 @@ export const configSchema = z.strictObject({
     maxDocumentBytes: z.coerce.number().int().min(0).default(0),
     /** Concurrent submissions' printer lookups and inserts per process (submit-print-job.ts): up to `maxBatch` jobs a statement. */
     submissions: batchingSchema({ maxInFlight: 1, maxBatch: 64 }),
+    /**
+     * Where printers may connect, on top of the built-in rule (print-backends/confinement.ts; it only tightens):
+     * directory printers under `directoryRoots` (relative to dataDir; empty: none), network printers in `allow`
+     * (when not empty) and not in `deny`.
+     */
+    confinement: z.strictObject({
+      directoryRoots: z.array(z.string().min(1)).default(['.']),
+      allow: z.array(addressRuleSchema).default([]),
+      deny: z.array(addressRuleSchema).default([]),
+    }).prefault({}),
   }).prefault({}),
   services: z.record(sidSchema, serviceSchema),
 });

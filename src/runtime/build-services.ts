@@ -24,6 +24,7 @@ import { createOutbox } from '../outbox/outbox.js';
 import { OutboxRelay } from '../outbox/relay.js';
 import { openDatabase } from '../storage/open-database.js';
 import type { Services } from './services.js';
+import { confinementRules, PrintConfinement } from '../connectors/print-backends/confinement.js';
 
 /** `http://host:port`, with IPv6 literals bracketed. */
 export function httpOrigin(host: string, port: number): string {
@@ -78,9 +79,11 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       db, policy, log: log.child({ component: 'lists' }), maxItems: config.lists.maxItems,
       fetch: { timeoutMs: config.commands.importTimeoutMs, allowPrivate: config.commands.importAllowPrivate },
     });
-    const print = { config, log, db, blobs, outbox, policy };
+    // the confinement rule for every print backend, knowing this service's own endpoints (the API at the port it listens on)
+    const printConfinement = new PrintConfinement(confinementRules(config, port));
+    const print = { config, log, db, blobs, outbox, policy, printConfinement };
     return {
-      config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists,
+      config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists, printConfinement,
       printJobs: new PrintJobService(print), printers: new PrinterService(print), printFlows: new FlowService(print),
       printConfig: new PrintConfigService(print), printStatistics: new PrintStatisticsService(print),
     };

@@ -17,6 +17,7 @@ import type { FlowService } from '../areas/print/flows/flow-service.js';
 import type { PrintConfigService } from '../areas/print/config/config-service.js';
 import type { PrintStatisticsService } from '../areas/print/statistics/statistics-service.js';
 import type { Logger } from '../logging/logger.js';
+import type { PrintConfinement } from '../connectors/print-backends/confinement.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { JobQueue } from '../queue/job-queue.js';
 import type { Outbox } from '../outbox/outbox.js';
@@ -56,4 +57,6 @@ export interface Services {
   printFlows: FlowService;
   printConfig: PrintConfigService;
   printStatistics: PrintStatisticsService;
+  /** Where printers may connect (`print.confinement` and this service's own endpoints); every print backend is built with it. */
+  printConfinement: PrintConfinement;
 }

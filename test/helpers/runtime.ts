@@ -1,7 +1,8 @@
 import { rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config/load.js';
+import { deepMerge, loadConfig } from '../../src/config/load.js';
 import type { AppConfig } from '../../src/config/schema.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startRuntime, type Runtime, type RuntimeParts } from '../../src/runtime/runtime.js';
@@ -62,6 +63,8 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
       queues: { reconcileIntervalMs: 60_000 },
       services: TEST_SERVICES,
       ...opts.overrides,
+      // directory printers live in temp directories of their own (print helpers' `makePrinter`), beside DATA_DIR
+      print: deepMerge({ confinement: { directoryRoots: [os.tmpdir()] } }, (opts.overrides?.print ?? {}) as Record<string, unknown>),
     },
   });
   const log = createLogger(config.logLevel);

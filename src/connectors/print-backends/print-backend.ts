@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from '../../logging/logger.js';
+import type { PrintConfinement, PrintTarget } from './confinement.js';
 
 /** What the device is told about a job; the bytes come as a stream. */
 export interface PrintTicket {
@@ -58,6 +59,8 @@ export interface PhysicalState {
 export interface PrintBackend {
   /** The connection URL, normalized, without credentials (for logs and the printer record). */
   readonly connection: string;
+  /** What it talks to, for the confinement rule (`confinement.ts`) to judge before every send and device check. */
+  readonly target: PrintTarget;
   /**
    * Hands one job to the device, reading `content` once. It never retries on
    * its own once a byte has left: a failure after that is `uncertain`, and the
@@ -70,14 +73,18 @@ export interface PrintBackend {
 }
 
 /**
- * What a backend gets when it is built: a logger and the network timeouts
+ * What a backend gets when it is built: a logger, the network timeouts
  * from configuration (`printDispatch.connectTimeoutMs` and
  * `printDispatch.idleTimeoutMs`, `printBackendTimeouts`); backends that talk
- * to a device over the network (socket, IPP, LPR) honour them.
+ * to a device over the network (socket, IPP, LPR) honour them), and the
+ * confinement rule: network backends open their connections with
+ * `confinement.connect`, the directory backend writes where
+ * `confinement.directory` says.
  */
 export interface PrintBackendContext {
   log: Logger;
   timeouts?: PrintBackendTimeouts;
+  confinement: PrintConfinement;
 }
 
 export interface PrintBackendTimeouts {
@@ -101,7 +108,8 @@ export interface PrintBackendType {
   readonly detectsDuplicates: boolean;
   /**
    * Checks the URL (400 `INVALID_CONNECTION` naming the problem) and builds a
-   * backend; does not touch the device.
+   * backend; does not touch the device. The registry judges its `target`
+   * (400 `CONNECTION_FORBIDDEN`) and wraps it in the confinement rule.
    */
   create(url: URL, ctx: PrintBackendContext): PrintBackend;
 }

@@ -9,7 +9,7 @@ import type { PrintBackend, PrintTicket } from '../../../src/connectors/print-ba
 import { PRINT_BACKEND_TYPES, printBackendFor } from '../../../src/connectors/print-backends/registry.js';
 import type { AppError } from '../../../src/errors/app-error.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { deliveryKind } from '../../helpers/print-delivery.js';
+import { deliveryKind, testConfinement } from '../../helpers/print-delivery.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
 
 /**
@@ -73,7 +73,7 @@ it('every registered print backend type has a test target', () => {
 });
 
 it('connections that do not parse or have no backend are 400', () => {
-  const bad = (c: string, code: string) => expect(() => printBackendFor(c, { log })).toThrow(expect.objectContaining({ status: 400, code }) as AppError);
+  const bad = (c: string, code: string) => expect(() => printBackendFor(c, { log, confinement: testConfinement })).toThrow(expect.objectContaining({ status: 400, code }) as AppError);
   bad('not a url', 'INVALID_CONNECTION');
   bad('gopher://host/printer', 'UNSUPPORTED_CONNECTION');
 });
@@ -83,7 +83,7 @@ for (const type of PRINT_BACKEND_TYPES) {
     const make = async (): Promise<{ target: Target; backend: PrintBackend }> => {
       const target = await TARGETS[type.name]!();
       opened.push(target);
-      const backend = printBackendFor(target.connection, { log });
+      const backend = printBackendFor(target.connection, { log, confinement: testConfinement });
       expect(type.schemes).toContain(new URL(backend.connection).protocol.replace(/:$/, ''));
       return { target, backend };
     };

@@ -8,6 +8,7 @@ import { PrintDeliveryError, type PrintTicket } from '../../../src/connectors/pr
 import { printBackendFor } from '../../../src/connectors/print-backends/registry.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import { tempDir } from '../../helpers/fs.js';
+import { testConfinement } from '../../helpers/print-delivery.js';
 
 /** What only the directory backend promises: names stay inside, no leftovers, local directories only. */
 const log = createLogger('silent');
@@ -24,7 +25,7 @@ const signal = new AbortController().signal;
 
 describe('directory print backend', () => {
   it('names each file after its job; hostile names stay inside the directory and visible', async () => {
-    const backend = printBackendFor(pathToFileURL(dir).href, { log });
+    const backend = printBackendFor(pathToFileURL(dir).href, { log, confinement: testConfinement });
     for (const [i, name] of ['../../escape.pdf', '/etc/passwd', '.hidden', '', 'a\u0000b\nc.pdf', 'x'.repeat(400)].entries()) {
       const ack = await backend.send(ticket(`job${i}`, name), Readable.from([Buffer.from(`n${i}`)]), signal);
       expect(ack.deviceJobId).toBe(deliveryName(ticket(`job${i}`, name)));
@@ -38,7 +39,7 @@ describe('directory print backend', () => {
   });
 
   it('a failed or refused delivery leaves no temporary file behind', async () => {
-    const backend = printBackendFor(pathToFileURL(dir).href, { log });
+    const backend = printBackendFor(pathToFileURL(dir).href, { log, confinement: testConfinement });
     const before = await readdir(dir);
     const broken = Readable.from((async function* () {
       yield Buffer.alloc(1000);
@@ -53,8 +54,8 @@ describe('directory print backend', () => {
 
   it('only local directories: a host, a query or credentials are 400', () => {
     for (const c of ['file://server/share', 'file:///tmp/x?y=1', 'file://user@localhost/tmp']) {
-      expect(() => printBackendFor(c, { log }), c).toThrow(expect.objectContaining({ status: 400, code: 'INVALID_CONNECTION' }) as Error);
+      expect(() => printBackendFor(c, { log, confinement: testConfinement }), c).toThrow(expect.objectContaining({ status: 400, code: 'INVALID_CONNECTION' }) as Error);
     }
-    expect(printBackendFor('file://localhost/tmp/out', { log }).connection).toBe('file:///tmp/out');
+    expect(printBackendFor('file://localhost/tmp/out', { log, confinement: testConfinement }).connection).toBe('file:///tmp/out');
   });
 });

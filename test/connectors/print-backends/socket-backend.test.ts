@@ -5,12 +5,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { PrintDeliveryError, PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../../src/connectors/print-backends/registry.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { deliveryKind } from '../../helpers/print-delivery.js';
+import { deliveryKind, testConfinement } from '../../helpers/print-delivery.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
 
 /** What only the raw-socket backend promises: how it classifies failures, its timeouts, its URLs. */
 const log = createLogger('silent');
-const ctx = { log, timeouts: { connectMs: 500, idleMs: 400 } };
+const ctx = { log, timeouts: { connectMs: 500, idleMs: 400 }, confinement: testConfinement };
 const ticket: PrintTicket = { jobId: 'j1', name: 'a.pdf', user: 'u', mimeType: 'application/pdf', copies: 1 };
 const never = new AbortController().signal;
 const servers: net.Server[] = [];
@@ -65,7 +65,7 @@ describe('socket print backend', () => {
   it('abort while sending: uncertain once bytes left; the connection is closed', async () => {
     const hold = await TcpSink.start({ mode: 'hold' });
     const ctl = new AbortController();
-    const p = printBackendFor(hold.connection, { log }).send(ticket, Readable.from([Buffer.from('x')]), ctl.signal);
+    const p = printBackendFor(hold.connection, { log, confinement: testConfinement }).send(ticket, Readable.from([Buffer.from('x')]), ctl.signal);
     await sleep(100);
     ctl.abort(new Error('cancelled'));
     expect(await deliveryKind(p)).toBe('uncertain');

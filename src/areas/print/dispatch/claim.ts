@@ -1,6 +1,6 @@
 import type { Outbox } from '../../../outbox/outbox.js';
 import type { Sql } from '../../../storage/driver/database.js';
-import type { PrintJobRow } from '../jobs/store/job-row.js';
+import { handoffTarget, type PrintJobRow } from '../jobs/store/job-row.js';
 import { claimHead, transitionJob, type HandedOff } from '../jobs/store/job-store.js';
 import { getPrinter, resolveRedirect, type PrinterRow } from '../printers/printer-store.js';
 import { headJob, inFlightJobs, lockPrinterDispatch, waitingJobs } from './dispatch-store.js';
@@ -70,7 +70,7 @@ export async function claimNext(tx: Sql, outbox: Outbox, name: string, opts: { l
     return { kind: 'preprocess', job, printer };
   }
   const job = await transitionJob(tx, head, 'processing', {
-    log: `${head.status} -> processing: handed to ${printer.connection}${head.attempts > 0 ? ` (attempt ${head.attempts + 1})` : ''}`,
+    log: `${head.status} -> processing: handed to ${handoffTarget(printer.connection)}${head.attempts > 0 ? ` (attempt ${head.attempts + 1})` : ''}`,
     dispatch: { handoff: 'set', attempt: true },
   });
   return { kind: 'deliver', job, printer };

@@ -166,7 +166,8 @@ export class Dispatcher {
       } catch (err) {
         signal.throwIfAborted();
         if (!(err instanceof AppError)) throw err;
-        failure = err.message;
+        // a step's error text may name the job's work directory: the message shows paths relative to it
+        failure = err.message.split(`${work}${path.sep}`).join('').split(work).join('.');
         stages = [];
       }
       await db.transaction(async (tx) => {
@@ -212,7 +213,9 @@ export class Dispatcher {
     } catch (err) {
       if (err instanceof PrintDeliveryError) failure = err;
       else if (err instanceof AppError) failure = new PrintDeliveryError('refused', err.message, { cause: err });
-      else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
+      // an unexpected error's text may name internals (paths, addresses): the job says what happened, the log has the error
+      else failure = new PrintDeliveryError('uncertain', 'delivery failed with an unexpected error (see the server log)', { cause: err });
+      this.deps.log.warn({ err: failure.cause ?? failure, printer: job.printer, job: job.id, kind: failure.kind }, 'print delivery failed');
     }
     if (ack) {
       // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)

@@ -17,7 +17,7 @@ export function dispatchHandlers(s: Services, stopped?: AbortSignal): JobHandler
     db: s.db, blobs: s.blobs, outbox: s.outbox, log: s.log.child({ component: 'print-dispatch' }),
     workDir: path.join(s.config.dataDir, 'print-work'),
     retry: { baseMs: c.retryBaseMs, maxMs: c.retryMaxMs },
-    backend: { timeouts: printBackendTimeouts(c) },
+    backend: { timeouts: printBackendTimeouts(c), confinement: s.printConfinement },
     outcomes: c.outcomes,
     wake: (printer) => s.queue.enqueue('print.dispatch', { printer }),
     stopped,

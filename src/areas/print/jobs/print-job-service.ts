@@ -1,4 +1,5 @@
 import type { Principal } from '../../../auth/principal.js';
+import type { Action } from '../../../config/schema.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { ODataQuery } from '../../../query/odata.js';
 import type { Services } from '../../../runtime/services.js';
@@ -33,24 +34,32 @@ export class PrintJobService {
     return listJobs(this.s.db, q, scope, this.s.config.print.retention);
   }
 
-  /** A job the caller may read; 404 for an id that names nothing (or is no id). */
+  /** A job the caller may read; 404 for an id that names nothing (or is no id), or another user's job. */
   async get(p: Principal, rawId: string): Promise<PrintJobRow> {
-    const job = await this.find(rawId);
-    this.s.policy.require(p, 'jobs', 'read', job);
-    return job;
+    return this.find(p, rawId, 'read');
   }
 
-  private async find(rawId: string, sql: Sql = this.s.db, lock = false): Promise<PrintJobRow> {
+  /**
+   * The job for `action`. Another user's job is reported absent (404
+   * `JOB_NOT_FOUND`, the same answer as for an id that names nothing), as
+   * tasks and lists are: job ids are sequential, and a 403 would tell which
+   * of them exist. 403 without the area right at all, or for `action` on a
+   * job the caller may read but not change.
+   */
+  private async find(p: Principal, rawId: string, action: Action, sql: Sql = this.s.db, lock = false): Promise<PrintJobRow> {
     const id = parseJobId(rawId);
     const job = id === undefined ? undefined : await getJob(sql, id, lock);
-    if (!job) throw new AppError('JOB_NOT_FOUND', `no print job ${rawId.slice(0, 40)}`, { id: rawId.slice(0, 40) });
+    if (!job || !this.s.policy.may(p, 'jobs', 'read', job)) {
+      this.s.policy.require(p, 'jobs', 'read');
+      throw new AppError('JOB_NOT_FOUND', `no print job ${rawId.slice(0, 40)}`, { id: rawId.slice(0, 40) });
+    }
+    this.s.policy.require(p, 'jobs', action, job);
     return job;
   }
 
   async remove(p: Principal, rawId: string): Promise<PrintJobRow> {
     return this.s.db.transaction(async (tx) => {
-      const job = await this.find(rawId, tx, true);
-      this.s.policy.require(p, 'jobs', 'delete', job);
+      const job = await this.find(p, rawId, 'delete', tx, true);
       // the document and stage blobs go with the next blob collection
       await deleteJob(tx, Number(job.id));
       return job;
@@ -64,8 +73,7 @@ export class PrintJobService {
    */
   async operate(p: Principal, rawId: string, op: JobOperation, body: { printer?: string } = {}): Promise<PrintJobRow> {
     return this.s.db.transaction(async (tx) => {
-      const job = await this.find(rawId, tx, true);
-      this.s.policy.require(p, 'jobs', 'act', job);
+      const job = await this.find(p, rawId, 'act', tx, true);
       if (!operationAllowed(op, job.status)) {
         throw new AppError('INVALID_STATE', `${op} is not possible while the job is ${job.status} (possible from: ${JOB_OPERATION_RULES[op].from.join(', ')})`,
           { id: Number(job.id), status: job.status, operation: op, allowedFrom: [...JOB_OPERATION_RULES[op].from] });
@@ -122,8 +130,7 @@ export class PrintJobService {
 
   async tempfiles(p: Principal, rawId: string, keep: boolean): Promise<PrintJobRow> {
     return this.s.db.transaction(async (tx) => {
-      const job = await this.find(rawId, tx, true);
-      this.s.policy.require(p, 'jobs', 'act', job);
+      const job = await this.find(p, rawId, 'act', tx, true);
       return setKeepTempfiles(tx, job, keep);
     });
   }

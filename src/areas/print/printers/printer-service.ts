@@ -1,7 +1,7 @@
 import type { Principal } from '../../../auth/principal.js';
 import { SHARED } from '../../../auth/policy.js';
 import { printBackendTimeouts, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
-import { printBackendFor } from '../../../connectors/print-backends/registry.js';
+import { checkPrintConnection, printBackendFor } from '../../../connectors/print-backends/registry.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { ODataQuery } from '../../../query/odata.js';
 import type { Services } from '../../../runtime/services.js';
@@ -23,11 +23,11 @@ const notFound = (name: string) => new AppError('PRINTER_NOT_FOUND', `no printer
  * device check/test job `act`, configuration changes `write`, deletion `delete`.
  */
 export class PrinterService {
-  constructor(private readonly s: Pick<Services, 'config' | 'db' | 'log' | 'outbox' | 'policy'>) {}
+  constructor(private readonly s: Pick<Services, 'config' | 'db' | 'log' | 'outbox' | 'policy' | 'printConfinement'>) {}
 
-  /** What a backend is built with: the log and the network timeouts dispatch uses (`printDispatch`). */
+  /** What a backend is built with: the log, the network timeouts dispatch uses (`printDispatch`), the confinement rule. */
   private get backend(): PrintBackendContext {
-    return { log: this.s.log, timeouts: printBackendTimeouts(this.s.config.printDispatch) };
+    return { log: this.s.log, timeouts: printBackendTimeouts(this.s.config.printDispatch), confinement: this.s.printConfinement };
   }
 
   list(p: Principal, q: ODataQuery) {
@@ -42,16 +42,25 @@ export class PrinterService {
     return row;
   }
 
-  /** Validates the connection with the backend registry (400) and the flow (400) before anything is stored. */
-  private async checkConfig(sql: Sql, c: PrinterConfig): Promise<void> {
-    printBackendFor(c.connection, this.backend);
+  /**
+   * Validates the connection with the backend registry (400; the
+   * confinement rule: 400 `CONNECTION_FORBIDDEN`), outside any transaction
+   * since it may resolve a name.
+   */
+  private async checkConnection(c: PrinterConfig): Promise<void> {
+    await checkPrintConnection(c.connection, this.backend);
+  }
+
+  /** Validates the flow (400) before anything is stored. */
+  private async checkFlow(sql: Sql, c: PrinterConfig): Promise<void> {
     if (c.flow && !(await flowExists(sql, c.flow))) throw new AppError('INVALID_FLOW', `no flow named "${c.flow}"`, { flow: c.flow });
   }
 
   async create(p: Principal, name: string, c: PrinterConfig): Promise<PrinterWithRuntime> {
     this.s.policy.require(p, 'printers', 'write', SHARED);
+    await this.checkConnection(c);
     return this.s.db.transaction(async (tx) => {
-      await this.checkConfig(tx, c);
+      await this.checkFlow(tx, c);
       await insertPrinter(tx, name, c, p.user);
       await printLog(tx, { printer: name, text: `created by ${p.user} (${c.connection})` });
       return (await getPrinterWithRuntime(tx, name))!;
@@ -60,9 +69,10 @@ export class PrinterService {
 
   async replace(p: Principal, name: string, c: PrinterConfig): Promise<PrinterWithRuntime> {
     this.s.policy.require(p, 'printers', 'write', SHARED);
+    await this.checkConnection(c);
     return this.s.db.transaction(async (tx) => {
       if (!(await getPrinter(tx, name, 'update'))) throw notFound(name);
-      await this.checkConfig(tx, c);
+      await this.checkFlow(tx, c);
       await replacePrinter(tx, name, c);
       await printLog(tx, { printer: name, text: `configuration replaced by ${p.user} (${c.connection}${c.enabled ? '' : ', disabled'})` });
       // an enabled printer may have work that waited while it was disabled
@@ -161,8 +171,15 @@ export class PrinterService {
     });
   }
 
+  /**
+   * The printer's log as the caller may see it: its own lines (operations,
+   * device checks, device errors: they name no job) to every printer reader,
+   * a job's lines only to those who may read the job (a plain user: their
+   * own jobs'), as `GET /v3/jobs/{id}/logs` would show them.
+   */
   async log(p: Principal, name: string): Promise<PrintLogRow[]> {
     await this.get(p, name);
-    return printerLog(this.s.db, name, 1000);
+    const jobsOf = this.s.policy.ownedBy(p, 'jobs', ['read']);
+    return printerLog(this.s.db, name, 1000, jobsOf === false ? [] : jobsOf);
   }
 }

@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { syncDir } from '../../../blobs/dir-sync.js';
 import { AppError } from '../../../errors/app-error.js';
+import { ConfinementError, type PrintConfinement, type PrintTarget } from '../confinement.js';
 import { PrintDeliveryError, type PrintBackend, type PrintBackendType, type PrintTicket } from '../print-backend.js';
 
 const JOB_ID = /^[A-Za-z0-9_-]{1,80}$/;
@@ -17,7 +18,8 @@ export function deliveryName(ticket: PrintTicket): string {
   return `${ticket.jobId}-${safe || 'document'}`;
 }
 
-const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+/** An error's code for messages: the errno code, never the error's text (a file system error's text names the absolute path). */
+const code = (err: unknown) => (err as NodeJS.ErrnoException | undefined)?.code ?? (err as Error | undefined)?.name ?? 'error';
 
 /**
  * A directory as a printer (`file:///dir`): one file per job, for RIPs and
@@ -25,31 +27,48 @@ const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Er
  * name, synced, then linked to its final name, so a reader never sees a
  * partial file; the link fails when the job's file exists, so a second
  * delivery of a job is refused (`duplicate`) instead of overwriting the
- * first. The directory must exist: a missing one is an offline printer.
+ * first. The directory must exist: a missing one is an offline printer. It
+ * must be under `print.confinement.directoryRoots`: every send and check
+ * asks the confinement rule for its real path and writes there. Messages
+ * name the file relative to the directory and errors by code, never the
+ * absolute path (job messages are shown to the job's user).
  */
 export class DirectoryBackend implements PrintBackend {
   readonly connection: string;
+  readonly target: PrintTarget;
 
-  constructor(private readonly dir: string) {
+  constructor(private readonly dir: string, private readonly confinement: PrintConfinement) {
     this.connection = pathToFileURL(dir).href;
+    this.target = { kind: 'directory', path: dir };
   }
 
   async send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<{ deviceJobId: string; message: string }> {
-    if (!JOB_ID.test(ticket.jobId)) throw new PrintDeliveryError('refused', `job id "${ticket.jobId.slice(0, 80)}" cannot name a file`);
-    const name = deliveryName(ticket);
-    const final = path.join(this.dir, name);
-    const temp = path.join(this.dir, `.${ticket.jobId}.${randomBytes(6).toString('hex')}.part`);
+    if (!JOB_ID.test(ticket.jobId)) {
+      content.destroy();
+      throw new PrintDeliveryError('refused', 'the job id cannot name a file');
+    }
     if (signal.aborted) {
       content.destroy();
       throw new PrintDeliveryError('not-delivered', 'aborted before sending', { cause: signal.reason });
     }
+    // the real directory, judged by the confinement rule now: the job goes there, not through a link swapped in later
+    let dir: string;
+    try {
+      dir = await this.confinement.directory(this.dir);
+    } catch (err) {
+      content.destroy();
+      throw new PrintDeliveryError('refused', (err as Error).message, { cause: err });
+    }
+    const name = deliveryName(ticket);
+    const final = path.join(dir, name);
+    const temp = path.join(dir, `.${ticket.jobId}.${randomBytes(6).toString('hex')}.part`);
     try {
       // `wx`: never an existing file; `flush`: synced to disk before it counts as written
       await pipeline(content, createWriteStream(temp, { flags: 'wx', mode: 0o644, flush: true }), { signal });
     } catch (err) {
       content.destroy();
       await unlink(temp).catch(() => {});
-      throw new PrintDeliveryError('not-delivered', `job not written to ${this.dir} (${code(err)})`, { cause: err });
+      throw new PrintDeliveryError('not-delivered', `job not written (${code(err)})`, { cause: err });
     }
     try {
       await link(temp, final);
@@ -62,21 +81,23 @@ export class DirectoryBackend implements PrintBackend {
     await unlink(temp).catch(() => {});
     // the new name survives a power loss once the directory is synced (the bytes were, by `flush`)
     try {
-      await syncDir(this.dir);
+      await syncDir(dir);
     } catch (err) {
-      throw new PrintDeliveryError('uncertain', `${name} written but ${this.dir} not synced (${code(err)})`, { cause: err });
+      throw new PrintDeliveryError('uncertain', `the job's file was written but the directory was not synced (${code(err)})`, { cause: err });
     }
-    return { deviceJobId: name, message: `written to ${final}` };
+    return { deviceJobId: name, message: `written as ${name}` };
   }
 
   async checkPhysical(): Promise<{ reachable: boolean; message: string; checked: Date }> {
     const checked = new Date();
     try {
-      if (!(await stat(this.dir)).isDirectory()) return { reachable: false, message: `${this.dir} is not a directory`, checked };
-      await access(this.dir, constants.W_OK);
+      const dir = await this.confinement.directory(this.dir);
+      if (!(await stat(dir)).isDirectory()) return { reachable: false, message: 'not a directory', checked };
+      await access(dir, constants.W_OK);
       return { reachable: true, message: 'directory writable', checked };
     } catch (err) {
-      return { reachable: false, message: `${this.dir}: ${code(err)}`, checked };
+      if (err instanceof ConfinementError) return { reachable: false, message: err.message, checked };
+      return { reachable: false, message: `directory not usable (${code(err)})`, checked };
     }
   }
 }
@@ -86,10 +107,10 @@ export const directoryBackendType: PrintBackendType = {
   schemes: ['file'],
   description: 'Writes each job as one file into a directory (file:///path)',
   detectsDuplicates: true,
-  create(url) {
+  create(url, ctx) {
     if (url.host !== '' && url.host !== 'localhost') throw new AppError('INVALID_CONNECTION', 'a file:// connection names a local directory: file:///path');
     if (url.search || url.hash || url.username || url.password) throw new AppError('INVALID_CONNECTION', 'a file:// connection has no query, fragment or credentials');
     const dir = path.resolve(fileURLToPath(url));
-    return new DirectoryBackend(dir);
+    return new DirectoryBackend(dir, ctx.confinement);
   },
 };

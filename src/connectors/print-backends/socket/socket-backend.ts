@@ -1,6 +1,7 @@
-import net from 'node:net';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { AppError } from '../../../errors/app-error.js';
+import { ConfinementError, type PrintConfinement, type PrintTarget } from '../confinement.js';
 import {
   PrintDeliveryError, type Acknowledgement, type PhysicalState, type PrintBackend, type PrintBackendContext, type PrintBackendType, type PrintTicket,
 } from '../print-backend.js';
@@ -42,8 +43,13 @@ export class SocketBackend implements PrintBackend {
   private readonly connectTimeoutMs: number;
   private readonly idleTimeoutMs: number;
 
+  readonly target: PrintTarget;
+  private readonly confinement: PrintConfinement;
+
   constructor(private readonly host: string, private readonly port: number, ctx: PrintBackendContext) {
     this.connection = `socket://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.target = { kind: 'network', host, port };
+    this.confinement = ctx.confinement;
     this.connectTimeoutMs = ctx.timeouts?.connectMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.idleTimeoutMs = ctx.timeouts?.idleMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   }
@@ -53,7 +59,7 @@ export class SocketBackend implements PrintBackend {
       content.destroy();
       throw new PrintDeliveryError('not-delivered', 'aborted before sending', { cause: signal.reason });
     }
-    let socket: net.Socket;
+    let socket: Socket;
     try {
       socket = await this.connect(signal);
     } catch (err) {
@@ -122,34 +128,19 @@ export class SocketBackend implements PrintBackend {
       socket.destroy();
       return { reachable: true, message: `TCP connect to ${this.host}:${this.port} succeeded`, checked, details: { connectMs: Math.round(performance.now() - started) } };
     } catch (err) {
-      return { reachable: false, message: `TCP connect to ${this.host}:${this.port} failed: ${codeOf(err)}`, checked };
+      return { reachable: false, message: err instanceof ConfinementError ? err.message : `TCP connect to ${this.host}:${this.port} failed: ${codeOf(err)}`, checked };
     }
   }
 
-  /** A connected socket, or the connect error (a timeout is `ETIMEDOUT`, an abort the signal's reason). */
-  private connect(signal: AbortSignal): Promise<net.Socket> {
-    return new Promise((resolve, reject) => {
-      signal.throwIfAborted();
-      const socket = net.connect({ host: this.host, port: this.port, noDelay: false });
-      const done = (err?: unknown) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        socket.off('error', done);
-        if (err === undefined) return resolve(socket);
-        socket.destroy();
-        reject(err);
-      };
-      const timer = setTimeout(() => done(new Timeout(`connect timed out after ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
-      const onAbort = () => done(signal.reason ?? new Error('aborted'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      socket.once('error', done);
-      socket.once('connect', () => done());
-    });
+  /** A connected socket through the confinement rule, or the connect error (a timeout is `ETIMEDOUT`, an abort the signal's reason). */
+  private connect(signal: AbortSignal): Promise<Socket> {
+    return this.confinement.connect(this.host, this.port, { signal, timeoutMs: this.connectTimeoutMs });
   }
 
   private connectFailure(err: unknown): PrintDeliveryError {
+    if (err instanceof ConfinementError) return new PrintDeliveryError('refused', err.message, { cause: err });
     const code = codeOf(err);
-    if (err instanceof Timeout || TRANSIENT.has(code) || (err as Error | undefined)?.name === 'AbortError') {
+    if (TRANSIENT.has(code) || (err as Error | undefined)?.name === 'AbortError') {
       return new PrintDeliveryError('not-delivered', `${this.connection} not reachable: ${code}`, { cause: err });
     }
     return new PrintDeliveryError('refused', `${this.connection} cannot be used: ${code}`, { cause: err });

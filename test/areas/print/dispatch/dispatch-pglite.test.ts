@@ -31,7 +31,7 @@ it('on PGlite: a directory printer and a socket printer print their jobs; an unr
   expect(files).toEqual([`${a.id}-${a.seq}-a.txt`, `${b.id}-${b.seq}-b.txt`].sort());
   expect(await readFile(path.join(dir, `${b.id}-${b.seq}-b.txt`), 'utf8')).toBe('second');
   expect(sink.received().map(String)).toEqual(['third']);
-  expect(await logText(rt, b.id)).toMatch(/delivered: written to/);
+  expect(await logText(rt, b.id)).toMatch(/delivered: written as /);
   const down = await TcpSink.start();
   await down.down();
   await addPrinter(rt, 'off', down.connection);

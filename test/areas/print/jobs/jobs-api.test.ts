@@ -159,9 +159,10 @@ describe('job routes', () => {
   it('rights: a user sees and acts on own jobs only; an operator on all', async () => {
     const { body: mine } = await submit(alice, 'p1', 'doc');
     const { body: his } = await submit(bob, 'p1', 'doc');
-    expectError(await alice.get(`/v3/jobs/${his.id}`), 403, 'NOT_OWNER');
-    expectError(await alice.put(`/v3/jobs/${his.id}/cancel`), 403, 'NOT_OWNER');
-    expectError(await alice.delete(`/v3/jobs/${his.id}`), 403, 'NOT_OWNER');
+    // another user's job is reported absent, as tasks and lists are
+    expectError(await alice.get(`/v3/jobs/${his.id}`), 404, 'JOB_NOT_FOUND');
+    expectError(await alice.put(`/v3/jobs/${his.id}/cancel`), 404, 'JOB_NOT_FOUND');
+    expectError(await alice.delete(`/v3/jobs/${his.id}`), 404, 'JOB_NOT_FOUND');
     expect((await bob.get(`/v3/jobs/${his.id}`)).status).toBe(200);
     const list = await alice.get('/v3/jobs/?$top=1000');
     expect(list.body.every((j: { user: string }) => j.user === 'alice')).toBe(true);

@@ -34,8 +34,16 @@ export async function jobLog(sql: Sql, jobId: number): Promise<PrintLogRow[]> {
   return rows;
 }
 
-export async function printerLog(sql: Sql, printer: string, limit: number): Promise<PrintLogRow[]> {
+/**
+ * A printer's newest `limit` log lines, oldest first. With `jobsOf`, a job's
+ * lines only when the job's creator or owner is among those identities (an
+ * empty list: no job lines); the printer's own lines (no job) always.
+ */
+export async function printerLog(sql: Sql, printer: string, limit: number, jobsOf?: readonly string[]): Promise<PrintLogRow[]> {
   const { rows } = await sql.query<PrintLogRow>(
-    'SELECT * FROM (SELECT * FROM print_logs WHERE printer = $1 ORDER BY id DESC LIMIT $2) l ORDER BY id', [printer, limit]);
+    `SELECT * FROM (SELECT l.* FROM print_logs l WHERE l.printer = $1
+       AND ($3::text[] IS NULL OR l.job_id IS NULL
+            OR EXISTS (SELECT 1 FROM print_jobs j WHERE j.id = l.job_id AND (j.creator = ANY($3::text[]) OR j.owner = ANY($3::text[]))))
+     ORDER BY l.id DESC LIMIT $2) l ORDER BY id`, [printer, limit, jobsOf ?? null]);
   return rows;
 }

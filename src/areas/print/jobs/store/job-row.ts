@@ -57,6 +57,14 @@ export const jobColumns = (alias?: string): string => JOB_COLUMN_NAMES.map((c) =
 export const JOB_COLUMNS = jobColumns();
 
 /** Ids are bigints; anything else names no job (404, never a SQL error). */
+/**
+ * How a job's hand-off line names the device: a network printer by its
+ * connection, a directory printer without its path (a job's log names no
+ * absolute server path). The statements that hand off (`hand-off-head.sql`,
+ * `delivered-and-next-many.sql`) write the same with a `CASE`.
+ */
+export const handoffTarget = (connection: string): string => (connection.startsWith('file:') ? "the printer's directory" : connection);
+
 export const parseJobId = (raw: string): number | undefined => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : undefined);
 
 /** A bytea value as a Buffer: pg gives a Buffer, PGlite a Uint8Array. */

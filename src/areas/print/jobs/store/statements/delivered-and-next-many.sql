@@ -62,7 +62,8 @@ c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at
     AND (j.flow IS NULL OR j.stages @> '[{"stage": "preprocessed"}]'::jsonb)
   RETURNING :job_columns_j, h.status AS was, h.attempts AS had),
 cl AS (INSERT INTO print_logs (job_id, printer, level, text)
-  SELECT c.id, c.printer, 'info', left(c.was || ' -> processing: handed to ' || p.connection
+  SELECT c.id, c.printer, 'info', left(c.was || ' -> processing: handed to '
+    || CASE WHEN p.connection LIKE 'file:%' THEN 'the printer''s directory' ELSE p.connection END
     || CASE WHEN c.had > 0 THEN ' (attempt ' || (c.had + 1) || ')' ELSE '' END, :log_text_max) FROM c JOIN p ON p.name = c.printer)
 SELECT i.k, EXISTS (SELECT 1 FROM u WHERE u.id = i.id) AS delivered, n.*
   FROM i LEFT JOIN (SELECT c.*, p.connection AS printer_connection, p.error AS printer_error,

@@ -31,5 +31,6 @@ c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at
     AND (j.flow IS NULL OR j.stages @> '[{"stage": "preprocessed"}]'::jsonb)
   RETURNING :job_columns_j),
 cl AS (INSERT INTO print_logs (job_id, printer, level, text)
-  SELECT c.id, c.printer, 'info', left(h.status || ' -> processing: handed to ' || p.connection
+  SELECT c.id, c.printer, 'info', left(h.status || ' -> processing: handed to '
+    || CASE WHEN p.connection LIKE 'file:%' THEN 'the printer''s directory' ELSE p.connection END
     || CASE WHEN h.attempts > 0 THEN ' (attempt ' || (h.attempts + 1) || ')' ELSE '' END, :log_text_max) FROM c, h, p)
