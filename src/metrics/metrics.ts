@@ -8,7 +8,7 @@ const SAMPLE_TIMEOUT_MS = 3000;
 
 /**
  * Prometheus metrics of one process: HTTP durations, queue depths, job
- * outcomes. Queue depths are sampled in the background and the scrape reads
+ * outcomes, the Redis connection's state. Queue depths are sampled in the background and the scrape reads
  * the last sample, so `/metrics` never waits on Redis (a Redis that is down
  * leaves the last values and a stale `queue_depth_sample_age_seconds`).
  */
@@ -21,8 +21,22 @@ export class Metrics {
   private last?: { at: number; depths: Depths };
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly depths?: () => Promise<Depths>) {
+  /**
+   * `depths` reads the queue depths (sampled in the background); `redisConnected`
+   * reads the queue connection's state (no round trip), for `redis_connected`.
+   */
+  constructor(private readonly depths?: () => Promise<Depths>, redisConnected?: () => boolean) {
     collectDefaultMetrics({ register: this.registry });
+    if (redisConnected) {
+      new Gauge({
+        name: 'redis_connected',
+        help: 'Whether the queue connection to Redis is up (1) or not (0); requests do not need it, background work waits for it',
+        registers: [this.registry],
+        collect() {
+          this.set(redisConnected() ? 1 : 0);
+        },
+      });
+    }
     this.httpDuration = new Histogram({
       name: 'http_request_duration_seconds',
       help: 'HTTP request duration by method, route template and status',

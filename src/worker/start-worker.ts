@@ -20,7 +20,7 @@ export interface WorkerSide {
  * every area's job handlers, the reconciler (at once, then every
  * `queues.reconcileIntervalMs`), the housekeeping schedule and the
  * connectors' own activity (intake). None of them waits for Redis: with Redis
- * down the process still starts (`/readyz` says so) and the reconciler
+ * down the process still starts (`/readyz` names Redis in its checks) and the reconciler
  * catches up once Redis is back.
  */
 export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide {
