@@ -71,6 +71,20 @@ export class TcpSink {
 
   close = () => this.down();
 
+  /**
+   * Acknowledges every held connection whose client finished sending (closes
+   * the sink's side, as a raw-socket printer does with a complete job); the
+   * sink keeps its mode for new connections.
+   */
+  release(): void {
+    for (const s of this.sockets) if (s.readableEnded) s.end();
+  }
+
+  /** Connections whose client sent everything and half-closed, still held open (the job is complete, not yet acknowledged). */
+  held(): SinkConnection[] {
+    return this.connections.filter((c) => c.ended !== undefined && c.closed === undefined);
+  }
+
   /** Connections that carried bytes and were closed, oldest first: each is one received job. */
   jobs(): SinkConnection[] {
     return this.connections.filter((c) => c.bytes > 0 && c.closed !== undefined);

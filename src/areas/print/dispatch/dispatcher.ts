@@ -7,7 +7,7 @@ import { printBackendFor } from '../../../connectors/print-backends/registry.js'
 import { AppError } from '../../../errors/app-error.js';
 import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
 import type { JobStage, PrintJobRow } from '../jobs/store/job-row.js';
-import { printLog, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
+import { printLog, printLogAboutJob, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../../queue/jobs.js';
@@ -219,7 +219,8 @@ export class Dispatcher {
       const touch = this.touchesPrinter(printer);
       const { delivered, next } = await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
       if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
-      if (!delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
+      // the job was canceled (and perhaps deleted) meanwhile: noted, and the run goes on
+      if (!delivered) await printLogAboutJob(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
       if (next) return { next };
       return { next: await this.claimStepByStep(job.printer) };
     }
@@ -260,7 +261,7 @@ export class Dispatcher {
   private async recordOutcome(tx: Sql, job: PrintJobRow, printer: DeliveryPrinter, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
     const now = await lockInFlight(tx, job);
     if (!now) {
-      await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${failure!.message}) after the job left processing` });
+      await printLogAboutJob(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${failure!.message}) after the job left processing` });
       return undefined;
     }
     if (!failure) throw new Error('a delivery without an outcome');

@@ -55,6 +55,15 @@ export const JOB_OPERATION_RULES: Readonly<Record<JobOperation, { from: readonly
   move: { from: JOB_STATES.filter((s) => !FINAL_JOB_STATES.includes(s) && s !== 'processing'), to: 'same' },
 };
 
+/**
+ * States a job cannot be deleted in (409 JOB_IN_DELIVERY): `processing` is a
+ * hand-off to the device in progress, whose outcome the engine writes to the
+ * job. Cancel it (the delivery's outcome is then only noted) or wait for the
+ * outcome, then delete. A job in `preprocessing` may go: its flow's result is
+ * dropped.
+ */
+export const UNDELETABLE_JOB_STATES: readonly JobState[] = ['processing'];
+
 export const isFinalJobState = (s: JobState): boolean => FINAL_JOB_STATES.includes(s);
 export const canJobMove = (from: JobState, to: JobState): boolean => JOB_TRANSITIONS[from].includes(to);
 export const operationAllowed = (op: JobOperation, from: JobState): boolean => JOB_OPERATION_RULES[op].from.includes(from);

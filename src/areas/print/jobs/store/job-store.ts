@@ -73,6 +73,21 @@ export async function printLog(sql: Sql, entry: PrintLogEntry): Promise<void> {
   ]);
 }
 
+/**
+ * A line about a job the caller does not hold locked (the engine's note on a
+ * delivery that ended after its job left `processing`): on the job's log
+ * while the job exists, else on the printer's log naming the job as deleted.
+ * One statement: the job row is key-share locked while the line goes in, so
+ * a delete cannot slip between the look and the foreign key.
+ */
+export async function printLogAboutJob(sql: Sql, entry: PrintLogEntry & { jobId: number | string }): Promise<void> {
+  await sql.query(
+    `WITH j AS (SELECT id FROM print_jobs WHERE id = $1 FOR KEY SHARE)
+     INSERT INTO print_logs (job_id, printer, level, text)
+     SELECT (SELECT id FROM j), $2, $3, CASE WHEN EXISTS (SELECT 1 FROM j) THEN $4 ELSE $5 END`,
+    [entry.jobId, entry.printer, entry.level ?? 'info', clip(entry.text), clip(`job ${entry.jobId} (deleted meanwhile): ${entry.text}`)]);
+}
+
 export interface NewJob {
   status: JobState;
   printer: string;
