@@ -18,6 +18,7 @@ export class Metrics {
   readonly jobOutcomes: Counter<'queue' | 'name' | 'outcome'>;
   readonly queueDepth: Gauge<'queue' | 'state'>;
   readonly partFilesRemoved: Counter<'where'>;
+  readonly reconcileRepairFailures: Counter<'area'>;
   private last?: { at: number; depths: Depths };
   private timer?: NodeJS.Timeout;
 
@@ -54,6 +55,12 @@ export class Metrics {
       name: 'part_files_removed_total',
       help: 'Temporary .part files of killed uploads and imports removed by this process (where: blobs, filesystem)',
       labelNames: ['where'],
+      registers: [this.registry],
+    });
+    this.reconcileRepairFailures = new Counter({
+      name: 'reconcile_repair_failures_total',
+      help: 'Reconciler repairs (enqueue, re-create, abandon) that threw; the pass went on with the rest',
+      labelNames: ['area'],
       registers: [this.registry],
     });
     const lastSample = () => this.last;

@@ -20,11 +20,12 @@ export const WAITING_JOB_STATES: readonly JobState[] = ['waitpreprocessing', 'wa
  * engine). A transition not listed here is refused by `transitionJob`.
  */
 export const JOB_TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  // the engine takes it into preprocessing; an operator pauses or cancels it
-  waitpreprocessing: ['preprocessing', 'waitprocessing', 'paused', 'canceled'],
+  // the engine takes it into preprocessing; an operator pauses or cancels it; the
+  // reconciler's abandon (the printer's dispatch failed for good on it) ends it in error
+  waitpreprocessing: ['preprocessing', 'waitprocessing', 'paused', 'canceled', 'error'],
   // flow done (waitprocessing) or failed (error); a crash re-queues it (waitpreprocessing)
   preprocessing: ['waitprocessing', 'waitpreprocessing', 'error', 'canceled'],
-  waitprocessing: ['processing', 'waitpreprocessing', 'paused', 'canceled'],
+  waitprocessing: ['processing', 'waitpreprocessing', 'paused', 'canceled', 'error'],
   // delivered (processed), printer unreachable (postponed), permanent failure or
   // "delivery uncertain" after a crash (error); cancel stops what has not been handed off
   processing: ['processed', 'postponed', 'error', 'canceled'],
