@@ -21,7 +21,10 @@ export type PendingJob = { [N in JobName]: { name: N; data: JobData<N>; subject?
  *   by forgetting a line (open routes live outside the areas);
  * - `jobs`: the handlers of the area's jobs (declared in `src/queue/jobs.ts`);
  *   `stopped` aborts once the process's workers have stopped (cancel timers
- *   the handlers left behind: the database closes next);
+ *   the handlers left behind: the database closes next); `stopping` aborts
+ *   when the process begins to stop (long runs finish the step in progress
+ *   and take nothing new; the job's own signal aborts only when the grace
+ *   period is over);
  * - `pending`: reconcile source, the work the database says is pending;
  * - `abandon`: fails a pending row for good, with a reason, when its job
  *   cannot succeed (invalid payload, permanent error, re-created too often);
@@ -36,7 +39,7 @@ export interface Area {
   readonly name: string;
   v1?(s: Services): Router;
   v3?(s: Services): Router;
-  jobs?(s: Services, stopped?: AbortSignal): JobHandlers;
+  jobs?(s: Services, stopped?: AbortSignal, stopping?: AbortSignal): JobHandlers;
   pending?(s: Services, limit: number): Promise<PendingJob[]>;
   abandon?(s: Services, job: PendingJob, reason: string): Promise<void>;
   failing?(s: Services, job: PendingJob, reason: string): Promise<void>;

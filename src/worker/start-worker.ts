@@ -27,7 +27,9 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   const { config, log } = s;
   // aborted once the workers have stopped: what their handlers left scheduled (dispatch tail checks) is cancelled
   const workersStopped = new AbortController();
-  const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal), {
+  // aborted when stopping begins: long runs (a printer's dispatch) finish the step in progress and take nothing new
+  const workersStopping = new AbortController();
+  const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal, workersStopping.signal), {
     url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
     concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
     onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
@@ -50,6 +52,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
 
   return {
     async stop() {
+      workersStopping.abort();
       await s.registry.stop();
       clearInterval(timer);
       // a reconcile pass in flight finishes before its queue and database close (bounded: with

@@ -17,6 +17,8 @@ export interface TcpSinkOptions {
   /** Keep the bytes (off for benchmarks that only count). */
   keepBytes?: boolean;
   port?: number;
+  /** In `close` mode, how long the printer takes to acknowledge a complete job (a slow device); 0 by default. */
+  ackDelayMs?: number;
 }
 
 /**
@@ -116,7 +118,9 @@ export class TcpSink {
     socket.on('end', () => {
       conn.ended = performance.now();
       // the job is complete: a raw-socket printer answers by closing
-      if (this.mode !== 'hold') socket.end();
+      if (this.mode === 'hold') return;
+      if (this.opts.ackDelayMs) setTimeout(() => socket.end(), this.opts.ackDelayMs).unref();
+      else socket.end();
     });
     socket.on('close', () => {
       conn.closed = performance.now();

@@ -7,7 +7,7 @@ import { printBackendFor } from '../../../connectors/print-backends/registry.js'
 import { AppError } from '../../../errors/app-error.js';
 import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
 import type { JobStage, PrintJobRow } from '../jobs/store/job-row.js';
-import { printLog, printLogAboutJob, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
+import { deliveredAndNext, printLog, printLogAboutJob, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../../queue/jobs.js';
@@ -39,11 +39,25 @@ export interface DispatcherDeps {
    * the reconciler of the next start catches up).
    */
   stopped?: AbortSignal;
+  /**
+   * Aborted when the process begins to stop: a run finishes the hand-off in
+   * progress (its outcome recorded), claims nothing new, and ends with its
+   * BullMQ job queued again for the next worker. Only the job's own signal,
+   * aborted when the shutdown grace is over, cuts a delivery short.
+   */
+  stopping?: AbortSignal;
 }
+
+/** A run's step: the claim's answer, or `stop` (the worker is stopping: take nothing new). */
+type Step = NextStep | { kind: 'stop' };
+const STOP: Step = { kind: 'stop' };
 
 /** Wait before the n-th retry of a postponed job: base, 2 base, 4 base, ... up to max. */
 export const backoffMs = (attempts: number, retry: { baseMs: number; maxMs: number }) =>
   Math.min(retry.maxMs, retry.baseMs * 2 ** Math.min(30, Math.max(0, attempts - 1)));
+
+/** How soon a run left by a stopping worker may be taken by another (the printer's jobs wait meanwhile). */
+const STOP_RETRY_MS = 100;
 
 /** How long after a run found its queue empty it looks once more (a job committed while the run was ending). */
 const TAIL_CHECK_MS = 250;
@@ -82,8 +96,10 @@ export class Dispatcher {
 
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
     const { db, outbox } = this.deps;
-    const claim = () => db.transaction((tx) => claimNext(tx, outbox, printer));
-    let step = await db.transaction(async (tx) => {
+    const stopping = () => this.deps.stopping?.aborted === true;
+    const claim = (): Promise<Step> => (stopping() ? Promise.resolve(STOP) : db.transaction((tx) => claimNext(tx, outbox, printer)));
+    if (stopping()) throw this.stopError(printer);
+    let step: Step = await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
       await lockPrinterDispatch(tx, printer);
       const n = await recoverInFlight(tx, printer);
@@ -92,10 +108,17 @@ export class Dispatcher {
     });
     for (;;) {
       if (ctx.signal.aborted) {
-        if (step.kind === 'deliver') await this.release(step.job);
+        if (step.kind === 'deliver' || step.kind === 'preprocess') await this.release(step.job);
         ctx.signal.throwIfAborted();
       }
+      // stopping: a job claimed and not yet started is released (nothing was sent), and the run ends
+      if (stopping() && (step.kind === 'deliver' || step.kind === 'preprocess')) {
+        await this.release(step.job);
+        step = STOP;
+      }
       switch (step.kind) {
+        case 'stop':
+          throw this.stopError(printer);
         case 'idle':
           this.tailCheck(printer);
           return;
@@ -115,12 +138,23 @@ export class Dispatcher {
     }
   }
 
-  /** A job claimed but not sent when the run has to stop (shutdown): nothing left, so it waits again, due at once. */
+  /**
+   * A job claimed but not started when the run has to stop (shutdown):
+   * nothing left, so it waits again, due at once (a job taken for its flow
+   * goes back to waiting for it).
+   */
   private async release(job: PrintJobRow): Promise<void> {
     await this.deps.db.transaction(async (tx) => {
       const now = await lockInFlight(tx, job);
-      if (now) await transitionJob(tx, now, 'postponed', { log: 'released before sending (the worker is stopping)', dispatch: { handoff: 'clear', retryInMs: 0 } });
+      if (!now) return;
+      if (now.status === 'preprocessing') await transitionJob(tx, now, 'waitpreprocessing', { log: 'released before its flow ran (the worker is stopping)', level: 'warning' });
+      else await transitionJob(tx, now, 'postponed', { log: 'released before sending (the worker is stopping)', dispatch: { handoff: 'clear', retryInMs: 0 } });
     });
+  }
+
+  /** How a run ends when its worker stops: its BullMQ job waits again (not a failure), for the next worker to carry on. */
+  private stopError(printer: string): RunAgainError {
+    return new RunAgainError(STOP_RETRY_MS, `printer "${printer}": the worker is stopping; the rest is left for the next worker`);
   }
 
   /**
@@ -190,7 +224,7 @@ export class Dispatcher {
    * transaction (one commit per job instead of two); when the printer was
    * unreachable, the job is postponed and the run waits `retryInMs`.
    */
-  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: NextStep }> {
+  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: Step }> {
     const { db, blobs } = this.deps;
     const stage = job.stages.find((s) => s.stage === 'preprocessed');
     const doc = stage ?? { size: Number(job.size), mimeType: job.mime_type };
@@ -215,13 +249,18 @@ export class Dispatcher {
       else failure = new PrintDeliveryError('uncertain', `delivery failed: ${(err as Error).message}`, { cause: err });
     }
     if (ack) {
-      // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
       const touch = this.touchesPrinter(printer);
-      const { delivered, next } = await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
+      // the worker is stopping: the outcome alone, nothing new handed off
+      const stopping = this.deps.stopping?.aborted === true;
+      // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
+      const { delivered, next } = stopping
+        ? await deliveredAndNext(db, job, ack.message, touch, false)
+        : await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
       if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
       // the job was canceled (and perhaps deleted) meanwhile: noted, and the run goes on
       if (!delivered) await printLogAboutJob(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
       if (next) return { next };
+      if (stopping) return { next: STOP };
       return { next: await this.claimStepByStep(job.printer) };
     }
     return db.transaction(async (tx) => {
@@ -229,6 +268,10 @@ export class Dispatcher {
       if (outcome !== undefined) {
         await relaxCommit(tx);
         return { retryInMs: outcome };
+      }
+      if (this.deps.stopping?.aborted) {
+        await relaxCommit(tx);
+        return { next: STOP };
       }
       return { next: await this.claimIn(tx, job.printer) };
     });

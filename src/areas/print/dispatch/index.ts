@@ -12,7 +12,7 @@ import { Dispatcher } from './dispatcher.js';
  * What the print-jobs area wires for the engine: the `print.dispatch`
  * handler, the reconciler's source of dispatch work and its abandon step.
  */
-export function dispatchHandlers(s: Services, stopped?: AbortSignal): JobHandlers {
+export function dispatchHandlers(s: Services, stopped?: AbortSignal, stopping?: AbortSignal): JobHandlers {
   const c = s.config.printDispatch;
   const dispatcher = new Dispatcher({
     db: s.db, blobs: s.blobs, outbox: s.outbox, log: s.log.child({ component: 'print-dispatch' }),
@@ -22,6 +22,7 @@ export function dispatchHandlers(s: Services, stopped?: AbortSignal): JobHandler
     outcomes: c.outcomes,
     wake: (printer) => s.queue.enqueue('print.dispatch', { printer }),
     stopped,
+    stopping,
   });
   return { 'print.dispatch': ({ printer }, ctx) => dispatcher.run(printer, ctx) };
 }
