@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type { BlobStore } from '../../../blobs/blob-store.js';
 import { PrintDeliveryError, type Acknowledgement, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
@@ -28,6 +29,8 @@ export interface DispatcherDeps {
   /** Where flows write their stage files (one temporary directory per job). */
   workDir: string;
   retry: { baseMs: number; maxMs: number };
+  /** How long an outcome the database does not take is kept and written again (config `printDispatch.outcomeRetryMs`); 0: not at all. */
+  outcomeRetryMs?: number;
   backend: Omit<PrintBackendContext, 'log'>;
   /** How the outcome statements of this process are gathered (OutcomeBatcher). */
   outcomes: OutcomeBatching;
@@ -250,20 +253,28 @@ export class Dispatcher {
     }
     if (ack) {
       const touch = this.touchesPrinter(printer);
-      // the worker is stopping: the outcome alone, nothing new handed off
-      const stopping = this.deps.stopping?.aborted === true;
-      // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
-      const { delivered, next } = stopping
-        ? await deliveredAndNext(db, job, ack.message, touch, false)
-        : await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
+      // the acknowledgement exists only here until it is written: kept while the database is away
+      const { delivered, next, retried } = await this.persistOutcome(job, signal, (attempt) => {
+        // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together);
+        // a stopping worker, or a write tried again (the first may have committed unseen), hands nothing off with it
+        if (this.deps.stopping?.aborted || attempt > 1) return deliveredAndNext(db, job, ack.message, touch, false);
+        return this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
+      });
       if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
-      // the job was canceled (and perhaps deleted) meanwhile: noted, and the run goes on
-      if (!delivered) await printLogAboutJob(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
+      // the job was canceled (and perhaps deleted) meanwhile, or a first write committed unseen: noted, and the run goes on
+      if (!delivered) {
+        const text = retried ? `delivery ended (${ack.message}); its outcome was written again after a database failure and found the job no longer in processing`
+          : `delivery ended (${ack.message}) after the job left processing`;
+        await this.persistOutcome(job, signal, async () => {
+          await printLogAboutJob(db, { jobId: job.id, printer: job.printer, level: 'warning', text });
+          return {};
+        });
+      }
       if (next) return { next };
-      if (stopping) return { next: STOP };
+      if (this.deps.stopping?.aborted) return { next: STOP };
       return { next: await this.claimStepByStep(job.printer) };
     }
-    return db.transaction(async (tx) => {
+    return this.persistOutcome(job, signal, () => db.transaction(async (tx) => {
       const outcome = await this.recordOutcome(tx, job, printer, failure);
       if (outcome !== undefined) {
         await relaxCommit(tx);
@@ -274,7 +285,33 @@ export class Dispatcher {
         return { next: STOP };
       }
       return { next: await this.claimIn(tx, job.printer) };
-    });
+    }));
+  }
+
+  /**
+   * Writes a delivery's outcome, and while the database does not take it
+   * (an outage, a failover) keeps it in memory and writes it again, with
+   * backoff (250 ms doubling to 5 s), for up to `outcomeRetryMs`; the run
+   * waits meanwhile. Gives up (throws) when the run's signal aborts
+   * (shutdown after the grace, lock lost) or the time is over: the job stays
+   * in flight with its mark and ends "delivery uncertain", never delivered
+   * twice. A domain error (AppError) is not retried. `retried` says whether
+   * a write was repeated (its first try may have committed unseen).
+   */
+  private async persistOutcome<T extends object>(job: PrintJobRow, signal: AbortSignal, write: (attempt: number) => Promise<T>): Promise<T & { retried: boolean }> {
+    const deadline = Date.now() + (this.deps.outcomeRetryMs ?? 0);
+    let wait = 250;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return { ...(await write(attempt)), retried: attempt > 1 };
+      } catch (err) {
+        if (err instanceof AppError || signal.aborted || Date.now() + wait > deadline) throw err;
+        if (attempt === 1) this.deps.log.warn({ err, printer: job.printer, job: job.id }, 'the outcome of a delivery cannot be written; kept and written again when the database answers');
+        await sleep(wait, undefined, { signal }).catch(() => undefined);
+        if (signal.aborted) throw err;
+        wait = Math.min(wait * 2, 5000);
+      }
+    }
   }
 
   /** The next step when the fused statement handed nothing off (held, redirected, empty, not yet due, a flow to run). */

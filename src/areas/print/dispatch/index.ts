@@ -18,6 +18,7 @@ export function dispatchHandlers(s: Services, stopped?: AbortSignal, stopping?: 
     db: s.db, blobs: s.blobs, outbox: s.outbox, log: s.log.child({ component: 'print-dispatch' }),
     workDir: path.join(s.config.dataDir, 'print-work'),
     retry: { baseMs: c.retryBaseMs, maxMs: c.retryMaxMs },
+    outcomeRetryMs: c.outcomeRetryMs,
     backend: { timeouts: printBackendTimeouts(c) },
     outcomes: c.outcomes,
     wake: (printer) => s.queue.enqueue('print.dispatch', { printer }),
