@@ -142,6 +142,12 @@ export const configSchema = z.strictObject({
     connectTimeoutMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** How long a connection to a printer may make no progress before the delivery fails. */
     idleTimeoutMs: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+    /**
+     * How long a delivery's outcome that cannot be written (the database is
+     * away) is kept in memory and written again, with backoff, before the run
+     * gives up (the job is then left in flight and ends "delivery uncertain").
+     */
+    outcomeRetryMs: z.coerce.number().int().min(0).max(86_400_000).default(600_000),
     /** Acknowledged deliveries' outcome-and-next-hand-off statements per worker process (OutcomeBatcher): up to `maxBatch` printers each. */
     outcomes: batchingSchema({ maxInFlight: 1, maxBatch: 64 }),
   }).prefault({}),

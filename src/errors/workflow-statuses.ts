@@ -55,6 +55,8 @@ export const WORKFLOW_STATUSES = {
   INVALID_TEXT: 400,
   INVALID_UUID: 400,
   ITEM_NOT_FOUND: 404,
+  // DELETE of a print job its printer is receiving (print API): cancel it or wait for the outcome
+  JOB_IN_DELIVERY: 409,
   JOB_NOT_FOUND: 404,
   JSON_TOO_DEEP: 400,
   LIST_NOT_FOUND: 404,

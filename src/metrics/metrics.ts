@@ -8,7 +8,7 @@ const SAMPLE_TIMEOUT_MS = 3000;
 
 /**
  * Prometheus metrics of one process: HTTP durations, queue depths, job
- * outcomes. Queue depths are sampled in the background and the scrape reads
+ * outcomes, the Redis connection's state. Queue depths are sampled in the background and the scrape reads
  * the last sample, so `/metrics` never waits on Redis (a Redis that is down
  * leaves the last values and a stale `queue_depth_sample_age_seconds`).
  */
@@ -20,6 +20,7 @@ export class Metrics {
   readonly partFilesRemoved: Counter<'where'>;
   readonly intakeFiles: Counter<'sid' | 'outcome' | 'code'>;
   readonly intakeLatency: Histogram<'sid'>;
+  readonly reconcileRepairFailures: Counter<'area'>;
   private last?: { at: number; depths: Depths };
   private timer?: NodeJS.Timeout;
 
@@ -34,8 +35,22 @@ export class Metrics {
     };
   }
 
-  constructor(private readonly depths?: () => Promise<Depths>) {
+  /**
+   * `depths` reads the queue depths (sampled in the background); `redisConnected`
+   * reads the queue connection's state (no round trip), for `redis_connected`.
+   */
+  constructor(private readonly depths?: () => Promise<Depths>, redisConnected?: () => boolean) {
     collectDefaultMetrics({ register: this.registry });
+    if (redisConnected) {
+      new Gauge({
+        name: 'redis_connected',
+        help: 'Whether the queue connection to Redis is up (1) or not (0); requests do not need it, background work waits for it',
+        registers: [this.registry],
+        collect() {
+          this.set(redisConnected() ? 1 : 0);
+        },
+      });
+    }
     this.httpDuration = new Histogram({
       name: 'http_request_duration_seconds',
       help: 'HTTP request duration by method, route template and status',
@@ -66,6 +81,12 @@ export class Metrics {
       help: 'From a file\'s last change in the hot folder (its mtime) to its document stored, by service',
       labelNames: ['sid'],
       buckets: [0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60, 300],
+      registers: [this.registry],
+    });
+    this.reconcileRepairFailures = new Counter({
+      name: 'reconcile_repair_failures_total',
+      help: 'Reconciler repairs (enqueue, re-create, abandon) that threw; the pass went on with the rest',
+      labelNames: ['area'],
       registers: [this.registry],
     });
     const lastSample = () => this.last;

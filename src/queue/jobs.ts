@@ -36,6 +36,8 @@ export const JOBS = {
     attempts: 5,
     // one job per printer: "this printer may have work"; the handler drains its queue
     schema: z.strictObject({ printer: z.string().min(1).max(200) }),
+    // its id never changes, so its failures are the printer's (outages, crashes), not a piece of work's: never abandoned for them
+    perResource: true,
     // printer names are any Unicode: encoded so the id holds no ':' or spaces
     id: (d: { printer: string }) => `print.dispatch.${encodeURIComponent(d.printer)}`,
   },
@@ -51,6 +53,13 @@ export type JobName = keyof typeof JOBS;
 export type JobData<N extends JobName> = z.infer<(typeof JOBS)[N]['schema']>;
 export type QueueName = (typeof JOBS)[JobName]['queue'];
 export const QUEUE_NAMES = [...new Set(Object.values(JOBS).map((j) => j.queue))] as QueueName[];
+
+/**
+ * Whether a job is a resource's long-lived job (one id for the life of the
+ * resource, such as a printer's dispatch): the reconciler re-creates it
+ * whenever it failed and never abandons it for how often that happened.
+ */
+export const isPerResource = (name: JobName): boolean => 'perResource' in JOBS[name] && JOBS[name].perResource === true;
 
 export function jobIdFor<N extends JobName>(name: N, data: JobData<N>): string {
   return (JOBS[name].id as (d: JobData<N>) => string)(data);

@@ -51,7 +51,7 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
   const db = await openDatabase(config);
   const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }), lockDurationMs: config.queues.lockDurationMs });
   try {
-    const metrics = new Metrics(() => queue.depths());
+    const metrics = new Metrics(() => queue.depths(), () => queue.connected());
     metrics.partFilesRemoved.inc({ where: 'blobs' }, swept.removed);
     const permissions = new Permissions(config.auth);
     const policy = new Policy(permissions);

@@ -4,12 +4,13 @@ import type { Area } from '../areas/area.js';
 
 /**
  * The job handlers a worker process runs: each area's, plus housekeeping,
- * which runs every area's clean-up step. `stopped` is aborted by the runtime
- * once the workers have stopped (see `Area.jobs`).
+ * which runs every area's clean-up step. `stopping` is aborted by the runtime
+ * when the worker side begins to stop, `stopped` once the workers have
+ * stopped (see `Area.jobs`).
  */
-export function jobHandlers(s: Services, areas: readonly Area[], stopped?: AbortSignal): JobHandlers {
+export function jobHandlers(s: Services, areas: readonly Area[], stopped?: AbortSignal, stopping?: AbortSignal): JobHandlers {
   const handlers: JobHandlers = {};
-  for (const area of areas) Object.assign(handlers, area.jobs?.(s, stopped));
+  for (const area of areas) Object.assign(handlers, area.jobs?.(s, stopped, stopping));
   handlers['housekeeping.run'] = async () => {
     const counts: Record<string, number> = {};
     for (const area of areas) Object.assign(counts, await area.housekeeping?.(s));

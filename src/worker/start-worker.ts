@@ -21,14 +21,16 @@ export interface WorkerSide {
  * every area's job handlers, the reconciler (at once, then every
  * `queues.reconcileIntervalMs`), the housekeeping schedule and the
  * connectors' own activity (intake). None of them waits for Redis: with Redis
- * down the process still starts (`/readyz` says so) and the reconciler
+ * down the process still starts (`/readyz` names Redis in its checks) and the reconciler
  * catches up once Redis is back.
  */
 export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide {
   const { config, log } = s;
   // aborted once the workers have stopped: what their handlers left scheduled (dispatch tail checks) is cancelled
   const workersStopped = new AbortController();
-  const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal), {
+  // aborted when stopping begins: long runs (a printer's dispatch) finish the step in progress and take nothing new
+  const workersStopping = new AbortController();
+  const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal, workersStopping.signal), {
     url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
     concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
     onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
@@ -51,6 +53,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
 
   return {
     async stop() {
+      workersStopping.abort();
       await s.registry.stop();
       clearInterval(timer);
       // a reconcile pass in flight finishes before its queue and database close (bounded: with

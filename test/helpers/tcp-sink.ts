@@ -17,6 +17,8 @@ export interface TcpSinkOptions {
   /** Keep the bytes (off for benchmarks that only count). */
   keepBytes?: boolean;
   port?: number;
+  /** In `close` mode, how long the printer takes to acknowledge a complete job (a slow device); 0 by default. */
+  ackDelayMs?: number;
 }
 
 /**
@@ -71,6 +73,20 @@ export class TcpSink {
 
   close = () => this.down();
 
+  /**
+   * Acknowledges every held connection whose client finished sending (closes
+   * the sink's side, as a raw-socket printer does with a complete job); the
+   * sink keeps its mode for new connections.
+   */
+  release(): void {
+    for (const s of this.sockets) if (s.readableEnded) s.end();
+  }
+
+  /** Connections whose client sent everything and half-closed, still held open (the job is complete, not yet acknowledged). */
+  held(): SinkConnection[] {
+    return this.connections.filter((c) => c.ended !== undefined && c.closed === undefined);
+  }
+
   /** Connections that carried bytes and were closed, oldest first: each is one received job. */
   jobs(): SinkConnection[] {
     return this.connections.filter((c) => c.bytes > 0 && c.closed !== undefined);
@@ -102,7 +118,9 @@ export class TcpSink {
     socket.on('end', () => {
       conn.ended = performance.now();
       // the job is complete: a raw-socket printer answers by closing
-      if (this.mode !== 'hold') socket.end();
+      if (this.mode === 'hold') return;
+      if (this.opts.ackDelayMs) setTimeout(() => socket.end(), this.opts.ackDelayMs).unref();
+      else socket.end();
     });
     socket.on('close', () => {
       conn.closed = performance.now();

@@ -73,7 +73,8 @@ describe('graceful shutdown', () => {
     try {
       await waitReady(`http://127.0.0.1:${port}`, STARTUP_MS);
       await waitLog(worker, /workers running/, STARTUP_MS);
-      expect(api.logs.join('\n')).toContain('API listening');
+      // readiness can answer before the log line reaches this process's pipe
+      await waitLog(api, /API listening/, STARTUP_MS);
       expect(worker.logs.join('\n')).not.toContain('API listening');
     } finally {
       const codes = await Promise.all([api, worker].map(({ child }) => new Promise<number | null>((r) => {
@@ -100,7 +101,7 @@ describe('graceful shutdown', () => {
     const body = await eventually(async () => {
       const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
       const json = res ? await res.json() as { checks?: { redis?: string; database?: string } } : undefined;
-      return res?.status === 503 && json?.checks?.redis ? json : undefined;
+      return res?.status === 200 && json?.checks?.redis ? json : undefined;
     }, STARTUP_MS, 250);
     expect(body.checks!.database).toBe('ok');
     expect(body.checks!.redis).not.toBe('ok');

@@ -76,16 +76,18 @@ export async function lockInFlight(tx: Sql, job: PrintJobRow): Promise<PrintJobR
 /**
  * Printers the database says have dispatch work (the reconciler's source):
  * waiting jobs ready now or jobs left in flight, on a printer that is not
- * held (or is redirected, so its jobs move on).
+ * held (or is redirected, so its jobs move on); each with the job blocking
+ * its queue (in flight, else the head), what its dispatch is working on.
  */
-export async function printersWithWork(sql: Sql, limit: number): Promise<string[]> {
-  const { rows } = await sql.query<{ printer: string }>(
-    `SELECT DISTINCT j.printer FROM print_jobs j JOIN printers p ON p.name = j.printer
+export async function printersWithWork(sql: Sql, limit: number): Promise<{ printer: string; blocking: string }[]> {
+  const { rows } = await sql.query<{ printer: string; blocking: string }>(
+    `SELECT DISTINCT ON (j.printer) j.printer, j.id::text AS blocking FROM print_jobs j JOIN printers p ON p.name = j.printer
       WHERE (j.status IN ('waitpreprocessing', 'waitprocessing', 'preprocessing', 'processing')
              OR (j.status = 'postponed' AND j.next_attempt_at <= now()))
         AND (p.redirect IS NOT NULL OR (p.enabled AND NOT p.paused))
+      ORDER BY j.printer, j.status IN ('preprocessing', 'processing') DESC, j.priority DESC, j.seq
       LIMIT $1`, [limit]);
-  return rows.map((r) => r.printer);
+  return rows;
 }
 
 /** The job blocking a printer's queue (in flight, else the head), locked, for `abandon`. */

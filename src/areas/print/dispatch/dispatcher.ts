@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type { BlobStore } from '../../../blobs/blob-store.js';
 import { PrintDeliveryError, type Acknowledgement, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
@@ -7,7 +8,7 @@ import { printBackendFor } from '../../../connectors/print-backends/registry.js'
 import { AppError } from '../../../errors/app-error.js';
 import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
 import type { JobStage, PrintJobRow } from '../jobs/store/job-row.js';
-import { printLog, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
+import { deliveredAndNext, printLog, printLogAboutJob, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../../queue/jobs.js';
@@ -28,6 +29,8 @@ export interface DispatcherDeps {
   /** Where flows write their stage files (one temporary directory per job). */
   workDir: string;
   retry: { baseMs: number; maxMs: number };
+  /** How long an outcome the database does not take is kept and written again (config `printDispatch.outcomeRetryMs`); 0: not at all. */
+  outcomeRetryMs?: number;
   backend: Omit<PrintBackendContext, 'log'>;
   /** How the outcome statements of this process are gathered (OutcomeBatcher). */
   outcomes: OutcomeBatching;
@@ -39,11 +42,25 @@ export interface DispatcherDeps {
    * the reconciler of the next start catches up).
    */
   stopped?: AbortSignal;
+  /**
+   * Aborted when the process begins to stop: a run finishes the hand-off in
+   * progress (its outcome recorded), claims nothing new, and ends with its
+   * BullMQ job queued again for the next worker. Only the job's own signal,
+   * aborted when the shutdown grace is over, cuts a delivery short.
+   */
+  stopping?: AbortSignal;
 }
+
+/** A run's step: the claim's answer, or `stop` (the worker is stopping: take nothing new). */
+type Step = NextStep | { kind: 'stop' };
+const STOP: Step = { kind: 'stop' };
 
 /** Wait before the n-th retry of a postponed job: base, 2 base, 4 base, ... up to max. */
 export const backoffMs = (attempts: number, retry: { baseMs: number; maxMs: number }) =>
   Math.min(retry.maxMs, retry.baseMs * 2 ** Math.min(30, Math.max(0, attempts - 1)));
+
+/** How soon a run left by a stopping worker may be taken by another (the printer's jobs wait meanwhile). */
+const STOP_RETRY_MS = 100;
 
 /** How long after a run found its queue empty it looks once more (a job committed while the run was ending). */
 const TAIL_CHECK_MS = 250;
@@ -82,8 +99,10 @@ export class Dispatcher {
 
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
     const { db, outbox } = this.deps;
-    const claim = () => db.transaction((tx) => claimNext(tx, outbox, printer));
-    let step = await db.transaction(async (tx) => {
+    const stopping = () => this.deps.stopping?.aborted === true;
+    const claim = (): Promise<Step> => (stopping() ? Promise.resolve(STOP) : db.transaction((tx) => claimNext(tx, outbox, printer)));
+    if (stopping()) throw this.stopError(printer);
+    let step: Step = await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
       await lockPrinterDispatch(tx, printer);
       const n = await recoverInFlight(tx, printer);
@@ -92,10 +111,17 @@ export class Dispatcher {
     });
     for (;;) {
       if (ctx.signal.aborted) {
-        if (step.kind === 'deliver') await this.release(step.job);
+        if (step.kind === 'deliver' || step.kind === 'preprocess') await this.release(step.job);
         ctx.signal.throwIfAborted();
       }
+      // stopping: a job claimed and not yet started is released (nothing was sent), and the run ends
+      if (stopping() && (step.kind === 'deliver' || step.kind === 'preprocess')) {
+        await this.release(step.job);
+        step = STOP;
+      }
       switch (step.kind) {
+        case 'stop':
+          throw this.stopError(printer);
         case 'idle':
           this.tailCheck(printer);
           return;
@@ -115,12 +141,23 @@ export class Dispatcher {
     }
   }
 
-  /** A job claimed but not sent when the run has to stop (shutdown): nothing left, so it waits again, due at once. */
+  /**
+   * A job claimed but not started when the run has to stop (shutdown):
+   * nothing left, so it waits again, due at once (a job taken for its flow
+   * goes back to waiting for it).
+   */
   private async release(job: PrintJobRow): Promise<void> {
     await this.deps.db.transaction(async (tx) => {
       const now = await lockInFlight(tx, job);
-      if (now) await transitionJob(tx, now, 'postponed', { log: 'released before sending (the worker is stopping)', dispatch: { handoff: 'clear', retryInMs: 0 } });
+      if (!now) return;
+      if (now.status === 'preprocessing') await transitionJob(tx, now, 'waitpreprocessing', { log: 'released before its flow ran (the worker is stopping)', level: 'warning' });
+      else await transitionJob(tx, now, 'postponed', { log: 'released before sending (the worker is stopping)', dispatch: { handoff: 'clear', retryInMs: 0 } });
     });
+  }
+
+  /** How a run ends when its worker stops: its BullMQ job waits again (not a failure), for the next worker to carry on. */
+  private stopError(printer: string): RunAgainError {
+    return new RunAgainError(STOP_RETRY_MS, `printer "${printer}": the worker is stopping; the rest is left for the next worker`);
   }
 
   /**
@@ -191,7 +228,7 @@ export class Dispatcher {
    * transaction (one commit per job instead of two); when the printer was
    * unreachable, the job is postponed and the run waits `retryInMs`.
    */
-  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: NextStep }> {
+  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: Step }> {
     const { db, blobs } = this.deps;
     const stage = job.stages.find((s) => s.stage === 'preprocessed');
     const doc = stage ?? { size: Number(job.size), mimeType: job.mime_type };
@@ -218,22 +255,66 @@ export class Dispatcher {
       this.deps.log.warn({ err: failure.cause ?? failure, printer: job.printer, job: job.id, kind: failure.kind }, 'print delivery failed');
     }
     if (ack) {
-      // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together)
       const touch = this.touchesPrinter(printer);
-      const { delivered, next } = await this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
+      // the acknowledgement exists only here until it is written: kept while the database is away
+      const { delivered, next, retried } = await this.persistOutcome(job, signal, (attempt) => {
+        // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together);
+        // a stopping worker, or a write tried again (the first may have committed unseen), hands nothing off with it
+        if (this.deps.stopping?.aborted || attempt > 1) return deliveredAndNext(db, job, ack.message, touch, false);
+        return this.outcomes.deliveredAndNext({ job, message: ack.message, touchPrinter: touch });
+      });
       if (delivered && touch) this.lastPrintedWritten.set(job.printer, Date.now());
-      if (!delivered) await printLog(db, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${ack.message}) after the job left processing` });
+      // the job was canceled (and perhaps deleted) meanwhile, or a first write committed unseen: noted, and the run goes on
+      if (!delivered) {
+        const text = retried ? `delivery ended (${ack.message}); its outcome was written again after a database failure and found the job no longer in processing`
+          : `delivery ended (${ack.message}) after the job left processing`;
+        await this.persistOutcome(job, signal, async () => {
+          await printLogAboutJob(db, { jobId: job.id, printer: job.printer, level: 'warning', text });
+          return {};
+        });
+      }
       if (next) return { next };
+      if (this.deps.stopping?.aborted) return { next: STOP };
       return { next: await this.claimStepByStep(job.printer) };
     }
-    return db.transaction(async (tx) => {
+    return this.persistOutcome(job, signal, () => db.transaction(async (tx) => {
       const outcome = await this.recordOutcome(tx, job, printer, failure);
       if (outcome !== undefined) {
         await relaxCommit(tx);
         return { retryInMs: outcome };
       }
+      if (this.deps.stopping?.aborted) {
+        await relaxCommit(tx);
+        return { next: STOP };
+      }
       return { next: await this.claimIn(tx, job.printer) };
-    });
+    }));
+  }
+
+  /**
+   * Writes a delivery's outcome, and while the database does not take it
+   * (an outage, a failover) keeps it in memory and writes it again, with
+   * backoff (250 ms doubling to 5 s), for up to `outcomeRetryMs`; the run
+   * waits meanwhile. Gives up (throws) when the run's signal aborts
+   * (shutdown after the grace, lock lost) or the time is over: the job stays
+   * in flight with its mark and ends "delivery uncertain", never delivered
+   * twice. A domain error (AppError) is not retried. `retried` says whether
+   * a write was repeated (its first try may have committed unseen).
+   */
+  private async persistOutcome<T extends object>(job: PrintJobRow, signal: AbortSignal, write: (attempt: number) => Promise<T>): Promise<T & { retried: boolean }> {
+    const deadline = Date.now() + (this.deps.outcomeRetryMs ?? 0);
+    let wait = 250;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return { ...(await write(attempt)), retried: attempt > 1 };
+      } catch (err) {
+        if (err instanceof AppError || signal.aborted || Date.now() + wait > deadline) throw err;
+        if (attempt === 1) this.deps.log.warn({ err, printer: job.printer, job: job.id }, 'the outcome of a delivery cannot be written; kept and written again when the database answers');
+        await sleep(wait, undefined, { signal }).catch(() => undefined);
+        if (signal.aborted) throw err;
+        wait = Math.min(wait * 2, 5000);
+      }
+    }
   }
 
   /** The next step when the fused statement handed nothing off (held, redirected, empty, not yet due, a flow to run). */
@@ -263,7 +344,7 @@ export class Dispatcher {
   private async recordOutcome(tx: Sql, job: PrintJobRow, printer: DeliveryPrinter, failure: PrintDeliveryError | undefined): Promise<number | undefined> {
     const now = await lockInFlight(tx, job);
     if (!now) {
-      await printLog(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${failure!.message}) after the job left processing` });
+      await printLogAboutJob(tx, { jobId: job.id, printer: job.printer, level: 'warning', text: `delivery ended (${failure!.message}) after the job left processing` });
       return undefined;
     }
     if (!failure) throw new Error('a delivery without an outcome');

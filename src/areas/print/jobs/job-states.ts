@@ -20,11 +20,12 @@ export const WAITING_JOB_STATES: readonly JobState[] = ['waitpreprocessing', 'wa
  * engine). A transition not listed here is refused by `transitionJob`.
  */
 export const JOB_TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  // the engine takes it into preprocessing; an operator pauses or cancels it
-  waitpreprocessing: ['preprocessing', 'waitprocessing', 'paused', 'canceled'],
+  // the engine takes it into preprocessing; an operator pauses or cancels it; the
+  // reconciler's abandon (the printer's dispatch failed for good on it) ends it in error
+  waitpreprocessing: ['preprocessing', 'waitprocessing', 'paused', 'canceled', 'error'],
   // flow done (waitprocessing) or failed (error); a crash re-queues it (waitpreprocessing)
   preprocessing: ['waitprocessing', 'waitpreprocessing', 'error', 'canceled'],
-  waitprocessing: ['processing', 'waitpreprocessing', 'paused', 'canceled'],
+  waitprocessing: ['processing', 'waitpreprocessing', 'paused', 'canceled', 'error'],
   // delivered (processed), printer unreachable (postponed), permanent failure or
   // "delivery uncertain" after a crash (error); cancel stops what has not been handed off
   processing: ['processed', 'postponed', 'error', 'canceled'],
@@ -54,6 +55,15 @@ export const JOB_OPERATION_RULES: Readonly<Record<JobOperation, { from: readonly
   repeat: { from: FINAL_JOB_STATES, to: 'requeue' },
   move: { from: JOB_STATES.filter((s) => !FINAL_JOB_STATES.includes(s) && s !== 'processing'), to: 'same' },
 };
+
+/**
+ * States a job cannot be deleted in (409 JOB_IN_DELIVERY): `processing` is a
+ * hand-off to the device in progress, whose outcome the engine writes to the
+ * job. Cancel it (the delivery's outcome is then only noted) or wait for the
+ * outcome, then delete. A job in `preprocessing` may go: its flow's result is
+ * dropped.
+ */
+export const UNDELETABLE_JOB_STATES: readonly JobState[] = ['processing'];
 
 export const isFinalJobState = (s: JobState): boolean => FINAL_JOB_STATES.includes(s);
 export const canJobMove = (from: JobState, to: JobState): boolean => JOB_TRANSITIONS[from].includes(to);

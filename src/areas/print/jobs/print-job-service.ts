@@ -9,7 +9,7 @@ import { pageInfo, type PageInfo } from '../documents/page-info.js';
 import { logText, presentJob } from './present.js';
 import type { Sql } from '../../../storage/driver/database.js';
 import { getPrinter, resolveRedirect } from '../printers/printer-store.js';
-import { JOB_OPERATION_RULES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
+import { JOB_OPERATION_RULES, UNDELETABLE_JOB_STATES, operationAllowed, requeueState, type JobOperation } from './job-states.js';
 import { getJob, inlineDocument, jobLog, type PrintLogRow } from './store/job-reads.js';
 import { parseJobId, type PrintJobRow } from './store/job-row.js';
 import { deleteJob, setKeepTempfiles, transitionJob } from './store/job-store.js';
@@ -60,6 +60,11 @@ export class PrintJobService {
   async remove(p: Principal, rawId: string): Promise<PrintJobRow> {
     return this.s.db.transaction(async (tx) => {
       const job = await this.find(p, rawId, 'delete', tx, true);
+      // the row lock keeps the engine's hand-off or outcome from changing the state under this check
+      if (UNDELETABLE_JOB_STATES.includes(job.status)) {
+        throw new AppError('JOB_IN_DELIVERY', `job ${job.id} is being delivered to its printer; cancel it or wait for the outcome, then delete it`,
+          { id: Number(job.id), status: job.status });
+      }
       // the document and stage blobs go with the next blob collection
       await deleteJob(tx, Number(job.id));
       return job;

@@ -42,6 +42,12 @@ const DELIVERED_AND_NEXT = sqlFile(new URL('./statements/delivered-and-next.sql'
   printed: printedCte({ where: 'name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)' }),
   hand_off_head: handOffHead('(SELECT locked FROM lk)'),
 });
+// the same statement with no hand-off (its `after` never holds): a stopping worker records the outcome and takes nothing new
+const DELIVERED_ONLY = sqlFile(new URL('./statements/delivered-and-next.sql', import.meta.url), {
+  dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
+  printed: printedCte({ where: 'name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)' }),
+  hand_off_head: handOffHead('false'),
+});
 const DELIVERED_AND_NEXT_MANY = sqlFile(new URL('./statements/delivered-and-next-many.sql', import.meta.url), {
   dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
   printed: printedCte({ namesIn: 'SELECT printer FROM u WHERE touch' }),
@@ -71,6 +77,21 @@ export async function printLog(sql: Sql, entry: PrintLogEntry): Promise<void> {
   await sql.query('INSERT INTO print_logs (job_id, printer, level, text) VALUES ($1, $2, $3, $4)', [
     entry.jobId ?? null, entry.printer, entry.level ?? 'info', clip(entry.text),
   ]);
+}
+
+/**
+ * A line about a job the caller does not hold locked (the engine's note on a
+ * delivery that ended after its job left `processing`): on the job's log
+ * while the job exists, else on the printer's log naming the job as deleted.
+ * One statement: the job row is key-share locked while the line goes in, so
+ * a delete cannot slip between the look and the foreign key.
+ */
+export async function printLogAboutJob(sql: Sql, entry: PrintLogEntry & { jobId: number | string }): Promise<void> {
+  await sql.query(
+    `WITH j AS (SELECT id FROM print_jobs WHERE id = $1 FOR KEY SHARE)
+     INSERT INTO print_logs (job_id, printer, level, text)
+     SELECT (SELECT id FROM j), $2, $3, CASE WHEN EXISTS (SELECT 1 FROM j) THEN $4 ELSE $5 END`,
+    [entry.jobId, entry.printer, entry.level ?? 'info', clip(entry.text), clip(`job ${entry.jobId} (deleted meanwhile): ${entry.text}`)]);
 }
 
 export interface NewJob {
@@ -248,10 +269,11 @@ export interface DeliveredAndNext {
  * autocommitted statement (statements/delivered-and-next.sql: the dispatch
  * lock first, the outcome guarded by the hand-off, the next hand-off
  * re-checked on the newest rows). `next` undefined: nothing was handed off;
- * the caller decides step by step (claimNext).
+ * the caller decides step by step (claimNext). `handOff` false: the
+ * outcome alone (a stopping worker takes nothing new).
  */
-export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: string, touchPrinter: boolean): Promise<DeliveredAndNext> {
-  const { rows } = await sql.query<HandedOffRow & { delivered: number }>(DELIVERED_AND_NEXT,
+export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: string, touchPrinter: boolean, handOff = true): Promise<DeliveredAndNext> {
+  const { rows } = await sql.query<HandedOffRow & { delivered: number }>(handOff ? DELIVERED_AND_NEXT : DELIVERED_ONLY,
     [job.printer, job.id, job.seq, job.attempts, message, clip(`delivered: ${message}`), touchPrinter]);
   const { delivered, ...claimed } = rows[0]!;
   return { delivered: delivered > 0, next: claimed.id ? handedOff(job.printer, claimed as HandedOffRow) : undefined };
