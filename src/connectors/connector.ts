@@ -19,6 +19,8 @@ export interface ConnectorContext {
   dataDir: string;
   blobs: BlobStore;
   log: Logger;
+  /** How the runtime fetches imports (`commands.importAllowPrivate`); absent: public addresses only. */
+  imports?: { allowPrivate: boolean };
 }
 
 /**

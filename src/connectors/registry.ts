@@ -17,9 +17,10 @@ import { storeConnectorType } from './store/store-connector.js';
 import { filesystemConnectorType } from './filesystem/filesystem-connector.js';
 import { mockConnectorType } from './mock/mock-connector.js';
 import { hotfolderConnectorType } from './hotfolder/hotfolder-connector.js';
+import { csvConnectorType } from './csv/csv-connector.js';
 
 /** Every connector type, in one place. */
-export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType, mockConnectorType, hotfolderConnectorType];
+export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType, mockConnectorType, hotfolderConnectorType, csvConnectorType];
 
 /** What the worker side hands the registry to start the running facets with. */
 export interface ConnectorRuntime {
@@ -50,7 +51,8 @@ export class ConnectorRegistry {
       const type = byType.get(svc.type);
       if (!type) throw new ConfigError(`services.${sid}.type: unknown connector type "${svc.type}" (known: ${[...byType.keys()].join(', ')})`);
       try {
-        const connector = await type.create({ sid, config: svc, dataDir: config.dataDir, blobs, log: log.child({ sid }) });
+        const connector = await type.create({ sid, config: svc, dataDir: config.dataDir, blobs, log: log.child({ sid }),
+          imports: { allowPrivate: config.commands.importAllowPrivate } });
         services.set(sid, { connector, config: svc });
       } catch (err) {
         if (err instanceof ConfigError) throw err;

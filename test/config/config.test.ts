@@ -19,6 +19,7 @@ describe('configuration', () => {
     expect(c.database.url).toBeUndefined();
     expect(Object.keys(c.auth.roles)).toEqual(['admin', 'operator', 'user', 'readonly']);
     expect(c.services.store?.type).toBe('store');
+    expect(c.services.imports).toMatchObject({ type: 'csv', options: { schedule: { everyMs: 30000 }, sources: [{ directory: 'imports', task: { service: 'demo', start: true } }] } });
   });
 
   it('environment variables override the files', () => {
