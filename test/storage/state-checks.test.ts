@@ -1,3 +1,4 @@
+import type { IntakeClaim } from '../../src/connectors/ports.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/storage/driver/database.js';
 import { ITEM_OUTCOMES, TASK_STATUSES } from '../../src/areas/tasks/actions/task-states.js';
@@ -36,6 +37,7 @@ const LIVE: Record<string, readonly string[]> = {
   'lists.kind': allOf<ListKind>()(['user', 'input', 'output']),
   'print_flows.type': allOf<FlowRow['type']>()(['standard', 'custom']),
   'print_logs.level': allOf<PrintLogLevel>()(['debug', 'info', 'warning', 'error']),
+  'intake_files.state': allOf<IntakeClaim['state']>()(['claimed', 'stored', 'done', 'failed']),
 };
 
 interface Check { table: string; column: string; def: string }

@@ -82,10 +82,11 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
     if (st.size === 0) return await fail(c, name, undefined, new FileRefused('EMPTY_FILE', 'the file is empty (0 bytes)'));
     const sha256 = await hashOf(fh);
     if (!sameFile(await fh.stat(), seen)) return { outcome: 'changed' };
-    let { claim, fresh } = await c.ports.claims.claim({
+    const first = await c.ports.claims.claim({
       source: c.dir, name, size: seen.size, mtimeMs: seen.mtimeMs, ino: seen.ino, sha256, docUuid: randomUUID(), tid: c.folder.task ? randomUUID() : null,
     });
-    if (!fresh && (claim.ino !== seen.ino || claim.sha256 !== sha256 || claim.size !== seen.size)) {
+    let { claim } = first;
+    if (!first.fresh && (claim.ino !== seen.ino || claim.sha256 !== sha256 || claim.size !== seen.size)) {
       // an unfinished claim of an earlier file at this name (replaced while the intake was down): settle it first
       await settleReplaced(c, claim);
       ({ claim } = await c.ports.claims.claim({
