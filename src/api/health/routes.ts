@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { stateStore } from '../../connectors/lifecycle/state-store.js';
 import type { Services } from '../../runtime/services.js';
 
 const PING_MS = 2000;
@@ -18,7 +19,9 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
  * in `checks.redis` (from the queue connection's state, never a round trip)
  * and in the `redis_connected` metric. The body is unauthenticated: a plain
  * reason only; the driver's error (addresses, users) goes to the log, once
- * per change.
+ * per change. An intake whose folder cannot be used (missing parent, not
+ * writable) is named in `checks.intake` without changing readiness (the
+ * service serves requests; the intake retries and its log says why).
  */
 export function healthRoutes(s: Services, state: { shuttingDown: boolean }): Router {
   const router = new Router();
@@ -37,12 +40,26 @@ export function healthRoutes(s: Services, state: { shuttingDown: boolean }): Rou
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
+  /** Intake services with folders they cannot use (as their runs last recorded it), with a plain reason each. */
+  const intakeProblems = async (): Promise<Record<string, string>> => {
+    const out: Record<string, string> = {};
+    for (const { sid, connector } of s.registry.list()) {
+      if (!connector.intake) continue;
+      const bad = (await stateStore(s.db, sid).list('folder/', 100)).filter((e) => (e.value as { ok?: boolean }).ok === false);
+      if (bad.length > 0) out[sid] = `${bad.length} folder(s) cannot be used; retrying (the worker's log says why)`;
+    }
+    return out;
+  };
   router.get('/readyz', async (ctx) => {
     const database = await pingDb();
     const redis = s.queue.connected() ? 'ok' : 'not connected';
     const ready = database === 'ok' && !state.shuttingDown;
+    const intake = database === 'ok' ? await withTimeout(intakeProblems(), PING_MS).catch(() => ({})) : {};
     ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'not ready', checks: { database, redis, ...(state.shuttingDown ? { shutdown: 'in progress' } : {}) } };
+    ctx.body = {
+      status: ready ? 'ready' : 'not ready',
+      checks: { database, redis, ...(Object.keys(intake).length > 0 ? { intake } : {}), ...(state.shuttingDown ? { shutdown: 'in progress' } : {}) },
+    };
   });
   router.get('/metrics', async (ctx) => {
     ctx.type = s.metrics.registry.contentType;

@@ -241,6 +241,9 @@ describe('hot folder: a folder that cannot be used at start', () => {
       const bad = await eventually(async () => ((await status())?.ok === false ? await status() : undefined));
       expect(bad!.reason).toMatch(/cannot use the hot folder .*blocker\/in/);
       expect((await fetch(`${blocked.url}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${blocked.url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(((await ready.json()) as { checks: { intake?: Record<string, string> } }).checks.intake).toEqual({ hot: expect.stringMatching(/1 folder\(s\) cannot be used/) });
       await unlink(path.join(blocked.dataDir, 'blocker'));
       await eventually(async () => ((await status())?.ok === true ? true : undefined));
       await writeFile(path.join(blocked.dataDir, 'blocker', 'in', 'late.txt'), 'late');
