@@ -3,7 +3,7 @@
  * dropped at once into the demo hot folder of a running service, against
  * `cp` of the same files into a plain directory, in the same run.
  *
- *   npm run bench:hotfolder -- [--files 10000] [--kib 100] [--stable-ms 1000] [--task on|off] [--server compiled|tsx]
+ *   npm run bench:hotfolder -- [--files 10000] [--kib 100] [--stable-ms 1000] [--task on|off] [--ext bin|pdf] [--server compiled|tsx]
  *
  * - **service**: a child server (bench/server.ts: API and workers in one
  *   process, the default configuration, PostgreSQL and the local Redis) with
@@ -16,7 +16,9 @@
  *   100 ms); files per second over that time. Latency per file: from its
  *   mtime (when `cp` finished writing it) to its document stored (the
  *   claim's `stored` time), p50 / p99 / max, so it includes the completeness
- *   wait of `--stable-ms`.
+ *   wait of `--stable-ms`. The files are named `.bin` (no preview is made
+ *   for them); `--ext pdf` names them `.pdf`, so every document also asks for
+ *   a PDF preview (rendered by the same process: context, not the target).
  * - **floor**: `cp` of the same staged files into an empty directory, timed
  *   the same way (one `cp` process), files per second. It stores nothing
  *   durably (no fsync, no database), as a scanner's own copy would not.
@@ -26,7 +28,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -43,6 +45,10 @@ const { values: args } = parseArgs({
     kib: { type: 'string', default: '100' },
     'stable-ms': { type: 'string', default: '1000' },
     task: { type: 'string', default: 'on' },
+    /** The files' extension: `bin` (default) has no preview; `pdf` (random bytes named .pdf) asks for a PDF preview of each. */
+    ext: { type: 'string', default: 'bin' },
+    /** The hot folder's `concurrency` (files taken at once); default the configuration's. */
+    concurrency: { type: 'string' },
     server: { type: 'string', default: 'compiled' },
     /** Write a V8 CPU profile of the server into this directory and print its summary. */
     'profile-dir': { type: 'string' },
@@ -59,7 +65,7 @@ const staging = path.join(work, 'staging');
 mkdirSync(staging);
 const names: string[] = [];
 for (let i = 0; i < files; i++) {
-  const name = `scan-${String(i).padStart(5, '0')}.pdf`;
+  const name = `scan-${String(i).padStart(5, '0')}.${args.ext}`;
   names.push(name);
   writeFileSync(path.join(staging, name), randomBytes(kib * 1024));
 }
@@ -82,6 +88,7 @@ writeFileSync(configFile, [
   '  hotfolder:',
   '    options:',
   `      stableMs: ${stableMs}`,
+  ...(args.concurrency ? [`      concurrency: ${Number(args.concurrency)}`] : []),
   ...(withTask ? [] : ['      folders:', '        - path: hotfolder', '          store: { service: store, collection: hotfolder }']),
   '',
 ].join('\n'));
@@ -135,7 +142,7 @@ try {
     ['floor: cp into a directory', fmt(floor.filesPerSecond, 0), fmt(floorSeconds, 2), '', '', ''],
   ]);
   console.log(`ratio service / cp: ${fmt(service.filesPerSecond / floor.filesPerSecond, 3)}; server peak RSS ${fmt(service.rssPeakMiB)} MiB; ${fmt(cores, 2)} cores busy; failed ${service.failed}`);
-  const figures = { bench: 'hotfolder', files, kib, stableMs, task: withTask, server: args.server, service, floor, load: os.loadavg() };
+  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: withTask, server: args.server, service, floor, load: os.loadavg() };
   console.log(JSON.stringify(figures));
   writeResult('hotfolder', args, {
     figures,
@@ -153,6 +160,8 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 if (args['profile-dir']) {
-  const file = readdirSync(args['profile-dir']).filter((f) => f.endsWith('.cpuprofile')).sort().at(-1);
+  // the main thread's profile: the largest (worker threads write their own)
+  const dir = args['profile-dir'];
+  const file = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => statSync(path.join(dir, b)).size - statSync(path.join(dir, a)).size)[0];
   if (file) printSummary(summarizeProfile(path.join(args['profile-dir'], file), 30));
 }

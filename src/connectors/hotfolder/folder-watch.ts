@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, watch as nativeWatch, type FSWatcher as NativeWatcher } from 'node:fs';
 import { access, lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -54,6 +54,7 @@ export class FolderWatch {
   private readonly isExcluded: (name: string) => boolean;
   private readonly ignoredDirs = new Set<string>();
   private watcher?: FSWatcher;
+  private native?: NativeWatcher;
   private tickTimer?: NodeJS.Timeout;
   private rescanTimer?: NodeJS.Timeout;
   private prepared = false;
@@ -89,6 +90,8 @@ export class FolderWatch {
     this.queue.length = 0;
     await this.watcher?.close().catch(() => {});
     this.watcher = undefined;
+    this.native?.close();
+    this.native = undefined;
     await this.ticking;
     await Promise.allSettled([...this.inFlight]);
   }
@@ -117,19 +120,24 @@ export class FolderWatch {
       this.pending.set(claim.name, { since: 0, due: Infinity, busy: true, failures: 0 });
       this.submit(claim.name, () => resumeClaim(this.c, claim));
     }
-    this.watcher = watch(dir, {
-      depth: 0, ignoreInitial: true, persistent: true, usePolling: this.o.usePolling, interval: this.o.pollMs,
-      followSymlinks: false,
-      ignored: (p: string) => {
-        const rel = path.relative(dir, p);
-        return rel === DONE_DIR || rel === ERROR_DIR || rel.startsWith(`${DONE_DIR}${path.sep}`) || rel.startsWith(`${ERROR_DIR}${path.sep}`);
-      },
-    });
-    const onEvent = (p: string) => {
-      if (path.dirname(p) === dir) this.notice(path.basename(p));
-    };
-    this.watcher.on('add', onEvent).on('change', onEvent)
-      .on('error', (err) => this.c.ports.log.warn({ err, folder: dir }, 'hot folder watcher error; the rescan covers what it missed'));
+    const onError = (err: unknown) => this.c.ports.log.warn({ err, folder: dir }, 'hot folder watcher error; the rescan covers what it missed');
+    if (this.o.usePolling) {
+      // network shares: chokidar's polling (no native events reach a client of a share)
+      this.watcher = watch(dir, {
+        depth: 0, ignoreInitial: true, persistent: true, usePolling: true, interval: this.o.pollMs, followSymlinks: false,
+        ignored: (p: string) => path.dirname(p) === dir && (path.basename(p) === DONE_DIR || path.basename(p) === ERROR_DIR),
+      });
+      const onEvent = (p: string) => {
+        if (path.dirname(p) === dir) this.notice(path.basename(p));
+      };
+      this.watcher.on('add', onEvent).on('change', onEvent).on('error', onError);
+    } else {
+      // local folders: one native watch of the directory (inotify), names straight from its events
+      this.native = nativeWatch(dir, (event, name) => {
+        if (name) this.notice(name);
+      });
+      this.native.on('error', onError);
+    }
     this.prepared = true;
     await this.scan();
   }
