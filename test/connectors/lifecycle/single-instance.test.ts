@@ -85,6 +85,25 @@ describe('single-instance connector in three worker processes', () => {
     for (const w of waiting) expect(w.logs.some((l) => /waiting for the lease/.test(l))).toBe(true);
   }, 60_000);
 
+  it('fencing: a holder paused (SIGSTOP) past its lease writes nothing once another process took over', async () => {
+    const proc = workers.find((w) => w.child.pid === holder)!;
+    const oldKey = (await beats()).find((b) => b.pid === holder)!.key;
+    proc.child.kill('SIGSTOP');
+    const next = await eventually(async () => (await beats()).find((b) => b.pid !== holder), 60_000, 50);
+    const { rows } = await db.query<{ acquired: Date }>(`SELECT acquired FROM "${schema}".connector_leases WHERE name = 'service:beat'`);
+    const takenOver = rows[0]!.acquired.getTime();
+    // resumed: every timer of the old holder is overdue, its next heartbeat before its watchdog
+    proc.child.kill('SIGCONT');
+    await new Promise((r) => setTimeout(r, 3000));
+    const old = (await beats()).find((b) => b.key === oldKey)!;
+    expect(old.updated.getTime()).toBeLessThan(takenOver);
+    expect(proc.child.exitCode).toBeNull();
+    expect(await activeDuring(2 * LEASE_TTL_MS)).toEqual([next.pid]);
+    holder = next.pid;
+    // the next tests read "a beat of another pid" as the takeover: the paused process's old beat goes
+    await db.query(`DELETE FROM "${schema}".connector_state WHERE sid = 'beat' AND key = $1`, [oldKey]);
+  }, 90_000);
+
   it('moves to another process within seconds of kill -9 of the holder', async () => {
     const proc = workers.find((w) => w.child.pid === holder)!;
     const killedAt = Date.now();
