@@ -184,12 +184,16 @@ export async function rewritePaths(tx: Sql, sid: string, oldPath: string, newPat
 export async function setContent(
   sql: Sql, sid: string, uuid: string,
   c: ContentInfo | null,
+  /** Recorded at once as this content's preview outcome (a type no renderer takes), in the same statement. */
+  noPreview?: string,
 ): Promise<EntryRow> {
+  // one statement: a second UPDATE of the row in the same transaction would re-check its parent's
+  // foreign key (the row is then this transaction's own), waiting on a delete that locked the parent
   const { rows } = await sql.query<EntryRow>(
     `UPDATE entries SET size = $3, mime_type = $4, sha256 = $5, content_version = $6, modified = now(),
-       preview_sha256 = NULL, thumb_sha256 = NULL, preview_of = NULL, preview_error = NULL
+       preview_sha256 = NULL, thumb_sha256 = NULL, preview_of = CASE WHEN $7::text IS NULL THEN NULL ELSE $6 END, preview_error = $7
      WHERE sid = $1 AND uuid = $2 RETURNING ${COLS}`,
-    [sid, uuid, c?.size ?? null, c?.mimeType ?? null, c?.sha256 ?? null, c?.version ?? null],
+    [sid, uuid, c?.size ?? null, c?.mimeType ?? null, c?.sha256 ?? null, c?.version ?? null, c && noPreview ? noPreview : null],
   );
   return rows[0]!;
 }

@@ -16,6 +16,7 @@ import { assertValidName } from './names.js';
 import { metadataProblem } from './metadata-rules.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import { transactionWithUndo } from './undoable.js';
+import { canRenderPreview } from '../../previews/render-preview.js';
 import { insertThenMake, renameOnDisk } from './disk-steps.js';
 import { throwSqlError } from '../../errors/sql-errors.js';
 
@@ -31,6 +32,12 @@ export interface RecordChange {
   owner?: string | null;
   /** When given, must be the entry's type: the kind of an entry never changes. */
   type?: 'document' | 'collection';
+}
+
+/** What the preview job would record for a type no renderer takes; undefined for a previewable one. */
+function noPreviewFor(mimeType: string | null): string | undefined {
+  const mime = mimeType ?? 'application/octet-stream';
+  return canRenderPreview(mime) ? undefined : `no preview for ${mime}`;
 }
 
 /** `name` with ` (<n>)` before its extension: `a.pdf` -> `a (2).pdf`. */
@@ -68,6 +75,8 @@ export function refuseUsers(tasks: TaskRef[], what?: string): void {
  */
 export class RepositoryService {
   private readonly syncs = new Map<string, Promise<void>>();
+  /** `ingest`'s target collections, by service and path (their uuids). */
+  private readonly intakeCollections = new Map<string, string>();
   /** Syncs started since the process began; concurrent listings of one collection share one (see `sync`). */
   syncsStarted = 0;
 
@@ -219,15 +228,22 @@ export class RepositoryService {
     const sid = doc.service;
     let entry = await store.getEntry(this.db, sid, doc.uuid);
     if (entry?.content_version && entry.sha256 === doc.sha256) return entry;
-    if (!entry) {
-      const parent = doc.collection ? await this.collectionAt(p, sid, doc.collection) : await this.root(sid);
-      for (let n = 1; !entry; n++) {
-        const name = n === 1 ? doc.name : numberedName(doc.name, n <= 99 ? String(n) : doc.uuid.slice(0, 8));
-        try {
-          entry = await this.create(p, sid, parent.uuid, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid);
-        } catch (err) {
-          if (!(err instanceof AppError && err.code === 'NAME_EXISTS') || n > 100) throw err;
+    for (let n = 1, fresh = false; !entry; n++) {
+      // the target collection is looked up once per process and path; gone meanwhile: looked up again, once
+      const key = `${sid}\n${doc.collection ?? ''}`;
+      const parent = this.intakeCollections.get(key) ?? (doc.collection ? (await this.collectionAt(p, sid, doc.collection)).uuid : (await this.root(sid)).uuid);
+      this.intakeCollections.set(key, parent);
+      const name = n === 1 ? doc.name : numberedName(doc.name, n <= 99 ? String(n) : doc.uuid.slice(0, 8));
+      try {
+        entry = await this.create(p, sid, parent, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'ENTRY_NOT_FOUND' && !fresh) {
+          this.intakeCollections.delete(key);
+          fresh = true;
+          n--;
+          continue;
         }
+        if (!(err instanceof AppError && err.code === 'NAME_EXISTS') || n > 100) throw err;
       }
     }
     const written = await this.writeContent(p, sid, doc.uuid, doc.open(), doc.mimeType ?? 'application/octet-stream');
@@ -391,7 +407,7 @@ export class RepositoryService {
         const locked = await store.getEntry(tx, sid, uuid, true);
         if (!locked) throw new AppError('ENTRY_NOT_FOUND', `entry ${uuid} was deleted while its content was written`, { sid, uuid });
         await staged.commit(locked);
-        const updated = await store.setContent(tx, sid, uuid, { size: staged.size, mimeType, sha256: staged.sha256, version: staged.sha256 });
+        const updated = await store.setContent(tx, sid, uuid, { size: staged.size, mimeType, sha256: staged.sha256, version: staged.sha256 }, noPreviewFor(mimeType));
         await this.requestPreview(updated, tx);
         return updated;
       });
@@ -414,10 +430,18 @@ export class RepositoryService {
 
   /**
    * Asks for a preview of the entry's current content (no-op without content),
-   * through the outbox: pass the transaction that set the content.
+   * through the outbox: pass the transaction that set the content. A type
+   * no renderer takes gets its "no preview" recorded at once instead.
    */
   async requestPreview(entry: EntryRow, tx: Sql = this.db): Promise<void> {
     if (entry.type !== 'document' || !entry.content_version) return;
+    if (entry.preview_of === entry.content_version) return; // recorded with the content already
+    // a type no renderer takes is recorded at once, as the preview job would record it: no job, no thread
+    const noPreview = noPreviewFor(entry.mime_type);
+    if (noPreview) {
+      await store.setPreview(tx, entry.sid, entry.uuid, entry.content_version, { preview: null, thumb: null, error: noPreview });
+      return;
+    }
     await this.outbox.add(tx, 'preview.render', { sid: entry.sid, uuid: entry.uuid, version: entry.content_version });
   }
 
