@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import { AppError, statusOf, type Api } from '../../errors/app-error.js';
+import { translateResourceError } from '../../errors/resource-errors.js';
 import { translateSqlError } from '../../errors/sql-errors.js';
 import type { Logger } from '../../logging/logger.js';
 import { bodyTimeoutError } from './body-timeout.js';
@@ -40,8 +41,8 @@ export function errorHandler(log: Logger): Middleware {
       // a body that ran out of time is a 408, whatever error its reader made of the cut stream;
       // SQL errors that got past the stores become domain errors here (their text never reaches a body)
       const timedOut = bodyTimeoutError(ctx);
-      const err = timedOut ?? translateSqlError(caught) ?? caught;
-      if (!timedOut && err !== caught) log.info({ err: caught, path: ctx.path }, 'the database refused the change');
+      const err = timedOut ?? translateSqlError(caught) ?? translateResourceError(caught) ?? caught;
+      if (!timedOut && err !== caught && statusOf(err as AppError) < 500) log.info({ err: caught, path: ctx.path }, 'the database refused the change');
       let body: ErrorBody;
       if (err instanceof AppError) {
         const status = statusOf(err, apiOf(ctx.path));
