@@ -1,5 +1,6 @@
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 
 let rt: TestRuntime;
 beforeAll(async () => {
@@ -47,10 +48,14 @@ describe('health, readiness, metrics, docs', () => {
   it('/metrics: request durations by route template, queue depths, job outcomes', async () => {
     const api = rt.client.withToken(await rt.token('u', ['admin']));
     await api.get('/v1/services/store');
-    const doc = await api.post('/v1/services/store/repo', { name: 'm.txt', type: 'document' });
-    await api.request('PUT', `/v1/services/store/repo/${doc.body.uuid}/content`, { body: 'x', headers: { 'content-type': 'text/plain' } });
-    await new Promise((r) => setTimeout(r, 500));
-    const text = await (await fetch(`${rt.url}/metrics`)).text();
+    // a previewable type: its preview is a job (a type no renderer takes gets no job)
+    const doc = await api.post('/v1/services/store/repo', { name: 'm.png', type: 'document' });
+    const png = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#ffffff' } }).png().toBuffer();
+    await api.request('PUT', `/v1/services/store/repo/${doc.body.uuid}/content`, { body: png, headers: { 'content-type': 'image/png' } });
+    const text = await eventually(async () => {
+      const t = await (await fetch(`${rt.url}/metrics`)).text();
+      return /queue_job_outcomes_total\{queue="previews",name="preview.render",outcome="completed"\}/.test(t) ? t : undefined;
+    });
     expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/v1\/services\/:sid",status="200"\} \d+/);
     expect(text).toMatch(/queue_jobs\{queue="commands",state="waiting"\} \d+/);
     expect(text).toMatch(/queue_job_outcomes_total\{queue="previews",name="preview.render",outcome="completed"\} \d+/);
