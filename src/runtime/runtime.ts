@@ -109,6 +109,12 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
         // shutdown budget the remaining connections (stalled clients) are cut.
         const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
         server.closeIdleConnections();
+        // a request still in flight answers with `Connection: close`, and a keep-alive socket that went
+        // idle since is closed within a tenth of a second: nothing waits for keep-alive timeouts
+        server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+          if (!res.headersSent) res.setHeader('connection', 'close');
+        });
+        const idle = setInterval(() => server!.closeIdleConnections(), 100);
         // Streams never finish on their own: end them now instead of after the grace period.
         const streams = state.longLived.endAll();
         if (streams > 0) log.info({ streams }, 'ended long-lived responses');
@@ -118,6 +124,7 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
         }, config.server.shutdownTimeoutMs / 2);
         await closed;
         clearTimeout(grace);
+        clearInterval(idle);
       }
       await workerSide?.stop();
       await s.relay.stop();
