@@ -5,6 +5,7 @@ import { insertItemsFrom } from '../../../src/areas/lists/store/bulk/insert-item
 import { insertTask } from '../../../src/areas/tasks/store/task-store.js';
 import type { Database } from '../../../src/storage/driver/database.js';
 import { openPostgres } from '../../../src/storage/driver/postgres.js';
+import { checkContract } from '../../helpers/contract.js';
 import { TEST_DATABASE_URL } from '../../helpers/env.js';
 import { processEnv, startProcess, waitReady, type ProcessEnv, type TestProcess } from '../../helpers/process.js';
 import { peakRssDuring } from '../../helpers/rss.js';
@@ -51,9 +52,11 @@ async function seedTask(n: number): Promise<void> {
   });
 }
 
-async function search(path: string): Promise<{ status: number; text: string }> {
+async function search(path: string, contract = false): Promise<{ status: number; text: string }> {
   const res = await fetch(`${proc.url}${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(120_000) });
-  return { status: res.status, text: await res.text() };
+  const text = await res.text();
+  if (contract) checkContract('GET', new URL(path, proc.url).pathname, { status: res.status, headers: res.headers, contentType: res.headers.get('content-type') ?? '', body: JSON.parse(text) });
+  return { status: res.status, text };
 }
 
 beforeAll(async () => {
@@ -90,7 +93,7 @@ describe('task search over large tasks', () => {
   }, 60_000);
 
   it('embed cap: each embedded input list holds the first 100 items and says it was cut (count, link to the full list)', async () => {
-    const res = await search('/v1/services/demo/tasks?embed=inputlist&limit=3');
+    const res = await search('/v1/services/demo/tasks?embed=inputlist&limit=3', true);
     expect(res.status).toBe(200);
     const tasks = JSON.parse(res.text) as { href: string; embedded: { inputlist: Record<string, any> } }[]; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(tasks).toHaveLength(3);
@@ -102,7 +105,7 @@ describe('task search over large tasks', () => {
       expect(list.truncated).toEqual({ shown: 100, count: ITEMS, href: `${t.href}/input?embed=items` });
     }
     // the full list is where the link says
-    const full = await search(`${tasks[0]!.embedded.inputlist.truncated.href}`.replace(/^\/v1/, '/v1'));
+    const full = await search(tasks[0]!.embedded.inputlist.truncated.href, true);
     expect(full.status).toBe(200);
     expect((JSON.parse(full.text) as { embedded: { listItems: unknown[] } }).embedded.listItems).toHaveLength(ITEMS);
   }, 60_000);
