@@ -7,7 +7,7 @@ import { jsonBody } from '../../api/middleware/json-body.js';
 import { requestBody } from '../../api/middleware/body-timeout.js';
 import { body, param, principal, query, uuidParam } from '../../api/context.js';
 import { embedParam } from '../../api/embed.js';
-import { jsonArrayStream } from '../../api/json-array-stream.js';
+import { jsonArrayBody } from '../../api/json-array-stream.js';
 import { validate } from '../../api/validate.js';
 import { importFormat } from '../../formats/index.js';
 import type { ItemRow, ListRow } from '../lists/store/list-store.js';
@@ -55,13 +55,14 @@ export function taskRoutes(s: Services): Router {
       ctx.body = { count: await tasks.count(p, sid(ctx), q, inputDocument) };
       return;
     }
-    // the page's tids first (a bad query or an empty page still answers with an error body), then
-    // the tasks streamed a group at a time, each embedded list cut at `tasks.searchEmbedItems`
+    // the page's tids first, then the tasks a group at a time, streamed, each embedded list cut at
+    // `tasks.searchEmbedItems`; an error up to the first task still answers with an error body
     const tids = await tasks.search(p, sid(ctx), q, inputDocument);
     if (tids.length === 0 && emptyIs404) throw new AppError('NO_MATCHING_TASKS', 'no task matches the query', { offset: q.offset });
-    ctx.type = 'application/json';
-    ctx.body = jsonArrayStream(searchBodies(tasks, taskLists, tids, embed, embedItems), (err) =>
+    const answer = await jsonArrayBody(searchBodies(tasks, taskLists, tids, embed, embedItems), (err) =>
       s.log.error({ err, method: ctx.method, path: ctx.path }, 'task search failed after its answer began: the response is cut'));
+    ctx.type = 'application/json';
+    ctx.body = answer;
   };
 
   router.get('/tasks', search(() => undefined, true));
