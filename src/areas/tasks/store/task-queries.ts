@@ -49,21 +49,6 @@ function whereOf(scope: TaskScope, params: unknown[]): string[] {
   return where;
 }
 
-/** A page of tasks matching the scope and the query; default order: oldest first. `cstats` is read only when asked for. */
-export async function listTasks(sql: Sql, scope: TaskScope, q: ListQuery, opts = { cstats: true }): Promise<TaskRow[]> {
-  const params: unknown[] = [];
-  const where = whereOf(scope, params);
-  const frag = toSql(q, TASK_FIELDS, params, 'created ASC, tid ASC');
-  params.push(q.limit, q.offset);
-  const all = [...where, ...frag.where];
-  const { rows } = await sql.query<TaskRow>(
-    `SELECT ${opts.cstats ? TASK_COLS : TASK_COLS_NO_CSTATS} FROM tasks ${all.length > 0 ? `WHERE ${all.join(' AND ')}` : ''}
-     ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`,
-    params,
-  ).catch(throwSqlError);
-  return rows;
-}
-
 /**
  * The tids of a page of tasks matching the scope and the query, in the
  * query's order (default: oldest first): a search's first statement. The
