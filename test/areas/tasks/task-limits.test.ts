@@ -41,7 +41,7 @@ beforeAll(async () => {
   await waitReady(proc.url!);
   tokens.admin = await pe.token(proc.url!, 'root', ['admin']);
   tokens.helper = await pe.token(proc.url!, 'helper', ['admin']);
-  for (const u of ['bob', 'dave', 'erin']) tokens[u] = await pe.token(proc.url!, u, ['user']);
+  for (const u of ['bob', 'dave', 'erin', 'frank']) tokens[u] = await pe.token(proc.url!, u, ['user']);
 }, 120_000);
 afterAll(() => pe?.cleanup());
 
@@ -80,6 +80,14 @@ describe('limits: tasks per user', () => {
     expect(await allTasks()).toBe(before);
     // the helper has made two, for another user: one more of its own is fine
     expect((await create('helper', 'helper own')).status).toBe(200);
+  });
+});
+
+describe('limits: tasks per user, at once', () => {
+  it('limits: eight creations at once for one user make exactly tasks.maxPerUser tasks, the rest 409', async () => {
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, n) => create('frank', `frank ${n}`, 5)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 409, 409, 409, 409, 409]);
+    expect(await count('frank')).toBe(3);
   });
 });
 
