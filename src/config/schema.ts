@@ -133,6 +133,18 @@ export const configSchema = z.strictObject({
     /** Items one imported list (per-user list or task body, any format) may hold; more is 413 LIST_TOO_LARGE. */
     maxItems: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
   }).prefault({}),
+  tasks: z.strictObject({
+    /**
+     * Tasks one user may have, as creator or owner (a task created for
+     * another user counts for both); more is 409 TASK_LIMIT_REACHED. The
+     * runtime's own work (intakes, a system principal) is not counted.
+     */
+    maxPerUser: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
+    /** Items one task's input list may hold, however they come (create in any format, appends, intakes); default `lists.maxItems`. */
+    maxItems: z.coerce.number().int().min(1).max(100_000_000).optional(),
+    /** Items of each list a task search embeds (`embed=inputlist`, `output`) per task; the rest through the list's own route. */
+    searchEmbedItems: z.coerce.number().int().min(0).max(10_000).default(100),
+  }).prefault({}),
   printDispatch: z.strictObject({
     /** First wait before a postponed job (printer unreachable) is tried again; it doubles per attempt. */
     retryBaseMs: z.coerce.number().int().min(100).max(3_600_000).default(5000),

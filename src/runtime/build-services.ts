@@ -70,8 +70,11 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     const outbox = createOutbox(relay);
     const repository = new RepositoryService(db, registry, policy, outbox, config.server.maxUploadBytes);
     const commands = new CommandService(db, repository, policy, outbox, config.commands.expirySec);
-    const tasks = new TaskService(db, registry, policy);
-    const taskLists = new TaskLists(tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs }, log.child({ component: 'tasks' }), config.lists.maxItems);
+    const tasks = new TaskService(db, registry, policy, config.tasks.maxPerUser);
+    const taskLists = new TaskLists(
+      tasks, repository, { allowPrivate: config.commands.importAllowPrivate, timeoutMs: config.commands.importTimeoutMs },
+      log.child({ component: 'tasks' }), config.tasks.maxItems ?? config.lists.maxItems,
+    );
     const taskActions = new ActionService({
       db, registry, policy, outbox, log: log.child({ component: 'task-actions' }), itemsPerJob: config.queues.taskItemsPerJob,
     });

@@ -24,8 +24,13 @@ export function presentTaskItem(t: Pick<TaskRow, 'sid' | 'tid'>, kind: TaskListK
   return { id: item.id, index: item.position, href: item.href, metadata: item.metadata, links };
 }
 
-/** A task's list: its metadata, the item count and, when asked for, the items in index order. */
-export function presentTaskList(t: Pick<TaskRow, 'sid' | 'tid'>, kind: TaskListKind, list: ListRow, items?: readonly ItemRow[]): Record<string, unknown> {
+/**
+ * A task's list: its metadata, the item count and, when asked for, the items
+ * in index order. `capped`: the items are the first ones only (a search's
+ * embed); when that left some out, `truncated` says how many are shown, how
+ * many there are, and where the whole list is.
+ */
+export function presentTaskList(t: Pick<TaskRow, 'sid' | 'tid'>, kind: TaskListKind, list: ListRow, items?: readonly ItemRow[], capped = false): Record<string, unknown> {
   const out: Record<string, unknown> = {
     metadata: list.metadata,
     count: list.item_count,
@@ -33,7 +38,10 @@ export function presentTaskList(t: Pick<TaskRow, 'sid' | 'tid'>, kind: TaskListK
     modified: list.modified.toISOString(),
     links: { self: { href: `${taskHref(t)}/${kind}` }, task: { href: taskHref(t) } },
   };
-  if (items) out.embedded = { listItems: items.map((i) => presentTaskItem(t, kind, i)) };
+  if (items) {
+    if (capped && items.length < list.item_count) out.truncated = { shown: items.length, count: list.item_count, href: `${taskHref(t)}/${kind}?embed=items` };
+    out.embedded = { listItems: items.map((i) => presentTaskItem(t, kind, i)) };
+  }
   return out;
 }
 
@@ -44,6 +52,8 @@ export interface TaskParts {
   full: boolean;
   input?: { list: ListRow; items?: readonly ItemRow[] };
   output?: { list: ListRow; items?: readonly ItemRow[] };
+  /** The lists' items are their first ones only (a search: `tasks.searchEmbedItems`). */
+  capped?: boolean;
 }
 
 /** The task body of DESIGN.md section 6, with the requested `embedded` parts. */
@@ -71,8 +81,8 @@ export function presentTask(t: TaskRow, parts: TaskParts): Record<string, unknow
   };
   const embedded: Record<string, unknown> = {};
   if (parts.input && parts.embed.has('input')) embedded.input = presentTaskList(t, 'input', parts.input.list);
-  if (parts.input?.items && parts.embed.has('inputlist')) embedded.inputlist = presentTaskList(t, 'input', parts.input.list, parts.input.items);
-  if (parts.output && parts.embed.has('output')) embedded.output = presentTaskList(t, 'output', parts.output.list, parts.output.items);
+  if (parts.input?.items && parts.embed.has('inputlist')) embedded.inputlist = presentTaskList(t, 'input', parts.input.list, parts.input.items, parts.capped);
+  if (parts.output && parts.embed.has('output')) embedded.output = presentTaskList(t, 'output', parts.output.list, parts.output.items, parts.capped);
   if (Object.keys(embedded).length > 0) out.embedded = embedded;
   return out;
 }

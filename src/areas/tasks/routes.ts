@@ -7,10 +7,12 @@ import { jsonBody } from '../../api/middleware/json-body.js';
 import { requestBody } from '../../api/middleware/body-timeout.js';
 import { body, param, principal, query, uuidParam } from '../../api/context.js';
 import { embedParam } from '../../api/embed.js';
+import { jsonArrayBody } from '../../api/json-array-stream.js';
 import { validate } from '../../api/validate.js';
 import { importFormat } from '../../formats/index.js';
 import type { ItemRow, ListRow } from '../lists/store/list-store.js';
 import { presentTask, presentTaskItem, presentTaskList, type TaskListKind } from './present.js';
+import { searchBodies } from './search-bodies.js';
 import type { TaskRow } from './store/task-store.js';
 import {
   appendItemSchema, createTaskSchema, LIST_EMBEDS, patchItemSchema, patchListSchema, patchTaskSchema,
@@ -34,6 +36,7 @@ export function taskRoutes(s: Services): Router {
   const optionalJson = jsonBody(s.config.server.jsonLimit, { optional: true });
   const tasks = s.tasks;
   const taskLists = s.taskLists;
+  const embedItems = s.config.tasks.searchEmbedItems;
 
   const present = async (t: TaskRow, embed: ReadonlySet<TaskEmbed>, full: boolean) => {
     const parts = await taskLists.embedFor(t, { input: embed.has('input'), inputItems: embed.has('inputlist'), output: embed.has('output') });
@@ -52,9 +55,14 @@ export function taskRoutes(s: Services): Router {
       ctx.body = { count: await tasks.count(p, sid(ctx), q, inputDocument) };
       return;
     }
-    const rows = await tasks.search(p, sid(ctx), q, inputDocument, { cstats: embed.has('cstats') });
-    if (rows.length === 0 && emptyIs404) throw new AppError('NO_MATCHING_TASKS', 'no task matches the query', { offset: q.offset });
-    ctx.body = await Promise.all(rows.map((t) => present(t, embed, false)));
+    // the page's tids first, then the tasks a group at a time, streamed, each embedded list cut at
+    // `tasks.searchEmbedItems`; an error up to the first task still answers with an error body
+    const tids = await tasks.search(p, sid(ctx), q, inputDocument);
+    if (tids.length === 0 && emptyIs404) throw new AppError('NO_MATCHING_TASKS', 'no task matches the query', { offset: q.offset });
+    const answer = await jsonArrayBody(searchBodies(tasks, taskLists, tids, embed, embedItems), (err) =>
+      s.log.error({ err, method: ctx.method, path: ctx.path }, 'task search failed after its answer began: the response is cut'));
+    ctx.type = 'application/json';
+    ctx.body = answer;
   };
 
   router.get('/tasks', search(() => undefined, true));

@@ -8,6 +8,7 @@ import { checkHref, docRef } from '../lists/store/doc-href.js';
 import { copyEncodable, type CopyTarget } from '../lists/store/bulk/copy-encodable.js';
 import { insertItemsFrom } from '../lists/store/bulk/insert-items.js';
 import { parseForImport } from '../lists/store/bulk/parse-import.js';
+import { listTooLarge } from '../../formats/format-errors.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import type { Logger } from '../../logging/logger.js';
 import { safeFetch } from '../../net/safe-fetch.js';
@@ -60,6 +61,16 @@ async function* iterate<T>(items: readonly T[]): AsyncGenerator<T> {
   yield* items;
 }
 
+/** 409: the input list holds `tasks.maxItems` items already. */
+export const listFull = (tid: string, maxItems: number) =>
+  new AppError('LIST_FULL', `the input list of task ${tid} holds ${maxItems} items, the most a task may have`, { tid, maxItems });
+
+/** A list a task search embeds: the list row and its first items (`items.length < list.item_count`: cut). */
+export interface EmbeddedList {
+  list: ListRow;
+  items?: readonly ItemRow[];
+}
+
 export const itemNotFound = (tid: string, kind: TaskListKind, id: string) =>
   new AppError('ITEM_NOT_FOUND', `no item ${id} in the ${kind} list of task ${tid}`, { tid, id });
 
@@ -74,7 +85,7 @@ export class TaskLists {
     private readonly repository: RepositoryService,
     private readonly fetch: ContentFetch,
     private readonly log: Logger,
-    /** Items a CSV or RList body may hold (`lists.maxItems`). */
+    /** Items one task's input list may hold, however they come (`tasks.maxItems`, default `lists.maxItems`). */
     private readonly maxItems: number,
   ) {}
 
@@ -86,7 +97,9 @@ export class TaskLists {
   /** `tid`: the new task's id (the runtime's own work fixes it up front, to be idempotent). */
   async create(p: Principal, sid: string, input: NewTaskInput & { lists?: { input?: InputListBody } }, owner: string | null, tid?: string): Promise<TaskRow> {
     const list = input.lists?.input;
-    const items = (list?.embedded.listItems ?? []).map((i, index): ParsedListItem => ({ href: i.href, metadata: i.metadata, at: { index } }));
+    const given = list?.embedded.listItems ?? [];
+    if (given.length > this.maxItems) throw listTooLarge(this.maxItems);
+    const items = given.map((i, index): ParsedListItem => ({ href: i.href, metadata: i.metadata, at: { index } }));
     const { task } = await this.tasks.create(p, sid, input, owner, (tx, t) =>
       this.createFor(tx, t, { metadata: list?.metadata ?? {} }, checkedItems(iterate(items))), tid);
     return task;
@@ -155,6 +168,22 @@ export class TaskLists {
   }
 
   /**
+   * The lists a search embeds for a group of tasks, by tid: at most
+   * `maxItems` items of each (the first, in index order), read in one
+   * statement per kind for the whole group.
+   */
+  async embedsForSearch(tasks: readonly TaskRow[], want: { input: boolean; inputItems: boolean; output: boolean }, maxItems: number) {
+    const tids = tasks.map((t) => t.tid);
+    const inputs = want.input || want.inputItems ? await lists.getTaskLists(this.db, tids, 'input') : new Map<string, ListRow>();
+    const outputs = want.output ? await lists.getTaskLists(this.db, tids, 'output') : new Map<string, ListRow>();
+    const withItems = [...(want.inputItems ? inputs.values() : []), ...outputs.values()].filter((l) => l.item_count > 0).map((l) => l.lid);
+    const items = maxItems > 0 && withItems.length > 0 ? await lists.firstItemsOf(this.db, withItems, maxItems) : new Map<string, ItemRow[]>();
+    const embedded = (list: ListRow | undefined, withList: boolean): EmbeddedList | undefined =>
+      list && { list, items: withList ? items.get(list.lid) ?? [] : undefined };
+    return new Map(tids.map((tid) => [tid, { input: embedded(inputs.get(tid), want.inputItems), output: embedded(outputs.get(tid), true) }]));
+  }
+
+  /**
    * Runs `change` on the input list in one transaction holding the task's
    * row lock, so it cannot interleave with a start: 409 while processing.
    */
@@ -185,9 +214,13 @@ export class TaskLists {
     });
   }
 
+  /** Appends an item; 409 `LIST_FULL` when the list holds `maxItems` (read under the task's row lock, which every input change takes). */
   append(p: Principal, sid: string, tid: string, item: ListItem): Promise<ItemRow> {
     checkHref(item.href);
-    return this.changeInput(p, sid, tid, 'cannot add to the input list', async (tx, _task, list) => (await lists.appendItem(tx, list.lid, item))!);
+    return this.changeInput(p, sid, tid, 'cannot add to the input list', async (tx, _task, list) => {
+      if (list.item_count >= this.maxItems) throw listFull(tid, this.maxItems);
+      return (await lists.appendItem(tx, list.lid, item))!;
+    });
   }
 
   async item(p: Principal, sid: string, tid: string, kind: TaskListKind, id: string): Promise<{ task: TaskRow; item: ItemRow }> {

@@ -4,12 +4,12 @@ import type { Principal } from '../../auth/principal.js';
 import type { TasksFacet } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Database, Tx } from '../../storage/driver/database.js';
+import type { Database, Sql, Tx } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
 import { metadataProblem } from '../repository/metadata-rules.js';
 import * as store from './store/task-store.js';
-import { countTasks, listTasks, type TaskScope } from './store/task-queries.js';
+import { countTasks, countTasksOf, pageTaskIds, tasksByIds, type TaskScope } from './store/task-queries.js';
 import { ACTIVE_STATUSES } from './actions/task-states.js';
 import { settle } from './actions/settle.js';
 import type { TaskRow } from './store/task-store.js';
@@ -38,6 +38,10 @@ export interface TaskChange {
   metadata?: Record<string, unknown>;
 }
 
+/** 409: the user has `tasks.maxPerUser` tasks (as creator or owner) already. */
+export const taskLimitReached = (user: string, maxTasks: number) =>
+  new AppError('TASK_LIMIT_REACHED', `${user} has ${maxTasks} tasks, the most one user may have: delete some first`, { user, maxTasks });
+
 export interface NewTaskInput {
   name: string;
   type?: string;
@@ -55,6 +59,8 @@ export class TaskService {
     readonly db: Database,
     private readonly registry: ConnectorRegistry,
     readonly policy: Policy,
+    /** Tasks one user may have as creator or owner (`tasks.maxPerUser`); the runtime's own work is not counted. */
+    private readonly maxPerUser: number = Number.MAX_SAFE_INTEGER,
   ) {}
 
   /** The service's tasks facet: 404 for an unknown service or one whose connector runs no tasks. */
@@ -94,8 +100,32 @@ export class TaskService {
   }
 
   /**
+   * Whose task count a new task adds to: its creator (by every identity the
+   * creator goes by) and, when it is created for somebody else, its owner.
+   * The runtime's own work (a system principal: intakes) counts for nobody:
+   * an intake's tasks all have one system creator, and its volume is bounded
+   * by who may drop files where it reads, not by a user.
+   */
+  private counted(p: Principal, owner: string | null): { user: string; identities: string[] }[] {
+    if (p.system) return [];
+    const out = [{ user: p.user, identities: p.identities.length > 0 ? p.identities : [p.user] }];
+    if (owner !== null && !out[0]!.identities.includes(owner)) out.push({ user: owner, identities: [owner] });
+    return out;
+  }
+
+  /** 409 `TASK_LIMIT_REACHED` when one of `users` has `maxPerUser` tasks or more (`extra`: a task of theirs not committed yet, counted). */
+  private async checkTaskCount(sql: Sql, users: { user: string; identities: string[] }[], extra: number): Promise<void> {
+    for (const u of users) {
+      if (await countTasksOf(sql, u.identities, this.maxPerUser + 1) > this.maxPerUser - 1 + extra) throw taskLimitReached(u.user, this.maxPerUser);
+    }
+  }
+
+  /**
    * Creates the task and, in the same transaction, whatever `fill` adds (its
-   * lists and items): a failure anywhere leaves nothing behind.
+   * lists and items): a failure anywhere leaves nothing behind. Past
+   * `tasks.maxPerUser` for its creator or owner: 409, checked before
+   * anything is read or written, and again under a per-user lock just before
+   * the commit, so concurrent creations cannot pass the limit together.
    */
   async create<T>(
     p: Principal, sid: string, input: NewTaskInput, owner: string | null,
@@ -103,12 +133,20 @@ export class TaskService {
   ): Promise<{ task: TaskRow; filled: T }> {
     this.facet(sid);
     this.policy.require(p, 'tasks', 'write');
+    const counted = this.counted(p, owner);
+    await this.checkTaskCount(this.db, counted, 0);
     return this.db.transaction(async (tx) => {
       const task = await store.insertTask(tx, {
         tid, sid, name: input.name, type: input.type ?? null, metadata: input.metadata, creator: p.user, owner,
         principal: principalToStore(p, owner),
       });
-      return { task, filled: await fill(tx, task) };
+      const filled = await fill(tx, task);
+      if (counted.length > 0) {
+        // held until the commit: the next creation for these users counts this task
+        await store.lockTaskCounts(tx, counted.map((u) => u.user));
+        await this.checkTaskCount(tx, counted, 1);
+      }
+      return { task, filled };
     });
   }
 
@@ -150,8 +188,14 @@ export class TaskService {
     return { sid, ownedBy: this.policy.listingScope(p, 'tasks'), inputDocument };
   }
 
-  async search(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string, opts = { cstats: true }): Promise<TaskRow[]> {
-    return listTasks(this.db, this.scope(p, sid, inputDocument), q, opts);
+  /** A search's page: the matching tasks' tids in the query's order (the rows follow through `rows`). */
+  async search(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string): Promise<string[]> {
+    return pageTaskIds(this.db, this.scope(p, sid, inputDocument), q);
+  }
+
+  /** The rows of tids a search found, in that order (a task deleted since is left out); `cstats` only when asked for. */
+  async rows(tids: readonly string[], opts = { cstats: true }): Promise<TaskRow[]> {
+    return tasksByIds(this.db, tids, opts);
   }
 
   async count(p: Principal, sid: string | undefined, q: ListQuery, inputDocument?: string): Promise<number> {

@@ -113,6 +113,13 @@ export async function getTaskList(sql: Sql, tid: string, kind: 'input' | 'output
   return rows[0];
 }
 
+/** The `kind` lists of several tasks, by tid (a task search's embeds: one statement per group of tasks). */
+export async function getTaskLists(sql: Sql, tids: readonly string[], kind: 'input' | 'output'): Promise<Map<string, ListRow>> {
+  if (tids.length === 0) return new Map();
+  const { rows } = await sql.query<ListRow>(`SELECT ${LIST_COLS} FROM lists WHERE tid = ANY($1::uuid[]) AND kind = $2`, [tids, kind]);
+  return new Map(rows.map((r) => [r.tid!, r]));
+}
+
 /** Per-user lists, optionally only those a set of identities created or owns. */
 export async function listUserLists(sql: Sql, scope: { ownedBy?: readonly string[] }, q: ListQuery): Promise<ListRow[]> {
   const params: unknown[] = [];

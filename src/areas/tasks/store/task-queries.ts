@@ -49,19 +49,45 @@ function whereOf(scope: TaskScope, params: unknown[]): string[] {
   return where;
 }
 
-/** A page of tasks matching the scope and the query; default order: oldest first. `cstats` is read only when asked for. */
-export async function listTasks(sql: Sql, scope: TaskScope, q: ListQuery, opts = { cstats: true }): Promise<TaskRow[]> {
+/**
+ * The tids of a page of tasks matching the scope and the query, in the
+ * query's order (default: oldest first): a search's first statement. The
+ * rows follow in small groups (`tasksByIds`), so a page of large tasks is
+ * never read, nor held, at once.
+ */
+export async function pageTaskIds(sql: Sql, scope: TaskScope, q: ListQuery): Promise<string[]> {
   const params: unknown[] = [];
   const where = whereOf(scope, params);
   const frag = toSql(q, TASK_FIELDS, params, 'created ASC, tid ASC');
   params.push(q.limit, q.offset);
   const all = [...where, ...frag.where];
-  const { rows } = await sql.query<TaskRow>(
-    `SELECT ${opts.cstats ? TASK_COLS : TASK_COLS_NO_CSTATS} FROM tasks ${all.length > 0 ? `WHERE ${all.join(' AND ')}` : ''}
+  const { rows } = await sql.query<{ tid: string }>(
+    `SELECT tid FROM tasks ${all.length > 0 ? `WHERE ${all.join(' AND ')}` : ''}
      ORDER BY ${frag.orderBy} LIMIT $${params.length - 1} OFFSET $${params.length}`,
     params,
   ).catch(throwSqlError);
-  return rows;
+  return rows.map((r) => r.tid);
+}
+
+/** The tasks of `tids` in that order; a tid whose task is gone (deleted since) is left out. */
+export async function tasksByIds(sql: Sql, tids: readonly string[], opts = { cstats: true }): Promise<TaskRow[]> {
+  if (tids.length === 0) return [];
+  const { rows } = await sql.query<TaskRow>(
+    `SELECT ${opts.cstats ? TASK_COLS : TASK_COLS_NO_CSTATS} FROM tasks WHERE tid = ANY($1::uuid[])`, [tids]);
+  const byId = new Map(rows.map((r) => [r.tid, r]));
+  return tids.flatMap((tid) => byId.get(tid) ?? []);
+}
+
+/**
+ * How many tasks `identities` have as creator or owner, counted up to
+ * `upTo` (the limit's check needs no more): `tasks.maxPerUser`. Through the
+ * `tasks_creator` and `tasks_owner` indexes.
+ */
+export async function countTasksOf(sql: Sql, identities: readonly string[], upTo: number): Promise<number> {
+  const { rows } = await sql.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM tasks WHERE creator = ANY($1::text[]) OR owner = ANY($1::text[]) LIMIT $2) t`,
+    [identities, upTo]);
+  return rows[0]?.n ?? 0;
 }
 
 /** How many tasks match the scope and the query's filter (paging ignored): `inlineCount`. */

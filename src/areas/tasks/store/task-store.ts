@@ -85,6 +85,17 @@ export async function updateTask(sql: Sql, tid: string, change: { name: string; 
   return rows[0]!;
 }
 
+/**
+ * Takes, for the rest of the transaction, a lock per user on the number of
+ * their tasks (advisory, keyed by schema and user, taken in order), so two
+ * creations for one user count one after the other (`tasks.maxPerUser`).
+ */
+export async function lockTaskCounts(tx: Sql, users: readonly string[]): Promise<void> {
+  await tx.query(
+    `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':tasks-of:' || u)) FROM (SELECT DISTINCT u FROM unnest($1::text[]) u ORDER BY u) x`,
+    [users]);
+}
+
 /** Marks the task changed (its input list changed). */
 export async function touchTask(sql: Sql, tid: string): Promise<void> {
   await sql.query('UPDATE tasks SET modified = now() WHERE tid = $1', [tid]);

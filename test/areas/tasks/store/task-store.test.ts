@@ -5,11 +5,16 @@ import * as lists from '../../../../src/areas/lists/store/list-store.js';
 import { parseListQuery } from '../../../../src/query/list-query.js';
 import type { Database } from '../../../../src/storage/driver/database.js';
 import * as store from '../../../../src/areas/tasks/store/task-store.js';
-import { countTasks, listTasks } from '../../../../src/areas/tasks/store/task-queries.js';
+import { countTasks, countTasksOf, pageTaskIds, tasksByIds, type TaskScope } from '../../../../src/areas/tasks/store/task-queries.js';
+import type { ListQuery } from '../../../../src/query/tree.js';
+import type { Sql } from '../../../../src/storage/driver/database.js';
 import { FINAL_OUTCOMES, OPEN_OUTCOMES, sqlList } from '../../../../src/areas/tasks/actions/task-states.js';
 import { bothDrivers, type TestDatabase } from '../../../helpers/databases.js';
 
 /** The task store on both drivers: searches by scope, filters, sort and paging, counts, inputDocument, deletion with the lists. */
+
+/** A search as the API makes it: the page's tids, then their rows. */
+const listTasks = async (sql: Sql, scope: TaskScope, q: ListQuery) => tasksByIds(sql, await pageTaskIds(sql, scope, q));
 
 for (const [driver, open] of bothDrivers()) {
   describe(`task store on ${driver}`, () => {
@@ -55,6 +60,15 @@ for (const [driver, open] of bothDrivers()) {
       expect(names(await listTasks(db, {}, q({ day: '/0[56]$/' })))).toEqual(['t4', 't5']);
       expect(names(await listTasks(db, {}, q({ sort: '-metadata.deep.n', limit: '2', offset: '1' })))).toEqual(['t4', 't3']);
       expect(await countTasks(db, {}, q({ name: '/^T[0-2]$/i' }))).toBe(3);
+    });
+
+    it('reads rows by tid in the order given, leaving out tids without a task; counts a user\'s tasks as creator or owner, up to a bound', async () => {
+      const gone = randomUUID();
+      expect((await tasksByIds(db, [tids[2]!, gone, tids[0]!], { cstats: false })).map((r) => r.name)).toEqual(['t2', 't0']);
+      expect(await countTasksOf(db, ['ann'], 100)).toBe(4); // t0, t2, t4 created, t1 owned
+      expect(await countTasksOf(db, ['ann'], 2)).toBe(2);
+      expect(await countTasksOf(db, ['bob', 'nobody'], 100)).toBe(3);
+      await db.transaction(async (tx) => store.lockTaskCounts(tx, ['bob', 'ann', 'bob']));
     });
 
     it('finds tasks by a document in their input list (not in the output list)', async () => {
