@@ -6,13 +6,14 @@ import {
 } from './print-backend.js';
 import { directoryBackendType } from './directory/directory-backend.js';
 import { ippBackendType } from './ipp/ipp-backend.js';
+import { lprBackendType } from './lpr/lpr-backend.js';
 import { socketBackendType } from './socket/socket-backend.js';
 
 /**
  * Every print backend, in one place (a registry of its own: print backends
  * are devices behind printers, not services).
  */
-export const PRINT_BACKEND_TYPES: readonly PrintBackendType[] = [directoryBackendType, socketBackendType, ippBackendType];
+export const PRINT_BACKEND_TYPES: readonly PrintBackendType[] = [directoryBackendType, socketBackendType, ippBackendType, lprBackendType];
 
 /**
  * The backend for a printer's `connection`: 400 when it does not parse or no
