@@ -55,7 +55,8 @@ export class IppEvePrinter {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-ippeve-'));
     await mkdir(path.join(dir, 'spool'));
     const script = path.join(dir, 'print.sh');
-    await writeFile(script, `#!/bin/sh\nsleep ${opts.printSeconds ?? 0}\nexit 0\n`);
+    // the job's IPP attributes as ippeveprinter hands them to the command (IPP_COPIES, CONTENT_TYPE, ...), beside the document
+    await writeFile(script, `#!/bin/sh\nenv | grep -E '^(IPP_|CONTENT_TYPE=)' > "$1.env"\nsleep ${opts.printSeconds ?? 0}\nexit 0\n`);
     await chmod(script, 0o755);
     const printer = new IppEvePrinter(dir, await freePort(), opts);
     try {
@@ -114,9 +115,15 @@ export class IppEvePrinter {
   /** The documents in the spool (one file per job, `<job-id>-<job-name>.<ext>`), in job order. */
   async documents(): Promise<{ name: string; bytes: Buffer }[]> {
     // the -c command's output (.prn) is not a received document
-    const names = (await readdir(this.spool).catch(() => [] as string[])).filter((n) => /^\d+-/.test(n) && !n.endsWith('.prn'));
+    const names = (await readdir(this.spool).catch(() => [] as string[])).filter((n) => /^\d+-/.test(n) && !n.endsWith('.prn') && !n.endsWith('.env'));
     names.sort((a, b) => parseInt(a, 10) - parseInt(b, 10));
     return Promise.all(names.map(async (name) => ({ name, bytes: await readFile(path.join(this.spool, name)) })));
+  }
+
+  /** The environment the print command saw for a spooled document (its IPP job attributes), by variable. */
+  async attributesOf(document: string): Promise<Map<string, string>> {
+    const text = await readFile(path.join(this.spool, `${document}.env`), 'utf8');
+    return new Map(text.split('\n').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   }
 
   async close(): Promise<void> {
