@@ -1,5 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import tls from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DeliveryWatch, PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../../src/connectors/print-backends/registry.js';
@@ -15,7 +20,7 @@ const ticket = (over: Partial<PrintTicket> = {}): PrintTicket => ({ jobId: 'j1',
 const pdf = (text = 'hello') => Readable.from([Buffer.from(`%PDF-1.4\n${text}\n%%EOF\n`)]);
 
 const printers: IppEvePrinter[] = [];
-const servers: net.Server[] = [];
+const servers: (net.Server | tls.Server)[] = [];
 afterAll(async () => {
   for (const s of servers) s.close();
   for (const p of printers) await p.close();
@@ -155,5 +160,34 @@ describe('ipp print backend', () => {
     const err = await backend.send(ticket(), big, never).catch((e: unknown) => e);
     expect(err).toMatchObject({ kind: 'uncertain' });
     expect(await deliveryKind(backend.send(ticket(), pdf(), AbortSignal.abort()))).toBe('not-delivered');
+  });
+});
+
+describe('ipps print backend', () => {
+  // ippeveprinter resets TLS handshakes here (no certificate of its own), so the peer is a loopback TLS server with a self-signed certificate
+  it('ipps: TLS over the judged connection, the certificate checked: an untrusted printer is refused, nothing sent', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'wcr-ipps-'));
+    try {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+        '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'ignore' });
+      let received = 0;
+      const server = tls.createServer({ key: await readFile(path.join(dir, 'key.pem')), cert: await readFile(path.join(dir, 'cert.pem')) }, (s) => {
+        s.on('error', () => {});
+        s.on('data', (c: Buffer) => (received += c.length));
+      });
+      server.on('tlsClientError', () => {});
+      servers.push(server);
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      const backend = printBackendFor(`ipps://127.0.0.1:${(server.address() as net.AddressInfo).port}/ipp/print`, ctx);
+      const err = await backend.send(ticket(), pdf(), never).catch((e: unknown) => e);
+      expect(err).toMatchObject({ kind: 'refused' });
+      expect((err as Error).message).toMatch(/SELF_SIGNED|CERT/);
+      const check = await backend.checkPhysical(never);
+      expect(check.reachable).toBe(false);
+      expect(check.message).toMatch(/SELF_SIGNED|CERT/);
+      expect(received).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
