@@ -222,3 +222,28 @@ _pg_ensure_database() {
   psql "$base/postgres" -Xqc "create database \"$db\"" >/dev/null </dev/null \
     || die "cannot create database $db on $base"
 }
+
+# ensure_ipp_printer: what the IPP backend's tests run against: CUPS's
+# ippeveprinter (Debian package cups-ipp-utils). It will not start without
+# DNS-SD, even with advertising off (-r off): a system D-Bus and avahi-daemon
+# (packages dbus, avahi-daemon) are installed and started here when missing.
+# The tests start their own ippeveprinter on 127.0.0.1 and fail (never skip)
+# when it cannot start.
+ensure_ipp_printer() {
+  local missing=()
+  command -v ippeveprinter >/dev/null 2>&1 || missing+=(cups-ipp-utils)
+  command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
+  command -v avahi-daemon >/dev/null 2>&1 || missing+=(avahi-daemon)
+  (( ${#missing[@]} )) && apt_install "${missing[@]}"
+  if ! { [[ -S /run/dbus/system_bus_socket ]] && pgrep -x dbus-daemon >/dev/null 2>&1; }; then
+    is_root || die "the IPP tests need a system D-Bus for avahi-daemon: start it (sudo dbus-daemon --system --fork)"
+    log "starting the system D-Bus (dbus-daemon --system)"
+    mkdir -p /run/dbus && rm -f /run/dbus/pid /run/dbus/system_bus_socket
+    dbus-daemon --system --fork || die "dbus-daemon --system --fork failed"
+  fi
+  if ! avahi-daemon --check 2>/dev/null; then
+    is_root || die "the IPP tests need avahi-daemon (DNS-SD for ippeveprinter): start it (sudo avahi-daemon -D)"
+    log "starting avahi-daemon (DNS-SD for ippeveprinter)"
+    avahi-daemon -D --no-drop-root --no-chroot || die "avahi-daemon -D failed"
+  fi
+}

@@ -1,7 +1,9 @@
 import { lookup } from 'node:dns/promises';
 import { lstat, realpath } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
+import tls from 'node:tls';
 import path from 'node:path';
 import type ipaddr from 'ipaddr.js';
 import type { AppConfig } from '../../config/schema.js';
@@ -19,7 +21,7 @@ import { classifyAddress, parseAddressRange, type ClassifiedAddress } from '../.
  * - a directory printer only under `print.confinement.directoryRoots`
  *   (default: DATA_DIR), judged on the real path (symlinks resolved; a
  *   dangling link is refused); an empty list turns directory printers off;
- * - a network printer (socket; IPP and LPR when built) never at a
+ * - a network printer (socket, IPP, IPPS, LPR) never at a
  *   link-local (169.254.0.0/16, fe80::/10: cloud metadata), unspecified,
  *   multicast or broadcast address, nor at the service's own Redis,
  *   PostgreSQL or API address (same port, and the same address or both
@@ -192,13 +194,17 @@ export class PrintConfinement {
    * resolved and judged (within `timeoutMs`, like the connect), the socket
    * opened to the judged address, and the address it reached judged again.
    * Rejects with `ConfinementError` before any connect when refused, with
-   * `ConnectTimeout`, the signal's reason, or the socket's error.
+   * `ConnectTimeout`, the signal's reason, or the socket's error. With
+   * `tls` (IPPS) the TLS handshake runs over that judged connection, within
+   * the same time, the certificate checked against `host` unless
+   * `rejectUnauthorized` is false.
    */
-  connect(host: string, port: number, opts: { signal: AbortSignal; timeoutMs: number }): Promise<net.Socket> {
+  connect(host: string, port: number, opts: { signal: AbortSignal; timeoutMs: number; tls?: { rejectUnauthorized?: boolean } }): Promise<net.Socket> {
     const { signal, timeoutMs } = opts;
     return new Promise((resolve, reject) => {
       signal.throwIfAborted();
       let socket: net.Socket | undefined;
+      let secure: tls.TLSSocket | undefined;
       let settled = false;
       const done = (err: unknown, s?: net.Socket) => {
         if (settled) return;
@@ -206,7 +212,9 @@ export class PrintConfinement {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         socket?.off('error', done);
+        secure?.off('error', done);
         if (s) return resolve(s);
+        secure?.destroy();
         socket?.destroy();
         reject(err);
       };
@@ -224,10 +232,24 @@ export class PrintConfinement {
           } catch (err) {
             return done(err);
           }
-          done(undefined, s);
+          if (!opts.tls) return done(undefined, s);
+          const t = tls.connect({ socket: s, servername: net.isIP(host) ? undefined : host, rejectUnauthorized: opts.tls.rejectUnauthorized ?? true, ALPNProtocols: ['http/1.1'] });
+          secure = t;
+          t.once('error', done);
+          t.once('secureConnect', () => done(undefined, t));
         });
       }, done);
     });
+  }
+
+  /**
+   * An HTTP/1.1 request (IPP travels as HTTP POSTs) over `socket`, a
+   * connection `connect` opened and judged: the request uses that socket
+   * and nothing else (no agent, no pool, no lookup of its own). The caller
+   * sets the `host` header, writes the body and reads the response.
+   */
+  static httpRequest(socket: net.Socket, opts: { method: string; path: string; headers: Record<string, string> }): http.ClientRequest {
+    return http.request({ method: opts.method, path: opts.path, headers: opts.headers, setHost: false, createConnection: () => socket });
   }
 
   private judge(raw: string, port: number, own: OwnAddress[]): void {

@@ -53,6 +53,19 @@ export interface PhysicalState {
 }
 
 /**
+ * What a delivery may tell and ask the engine while it runs (a backend that
+ * follows its job at the device, IPP): lines for the job's log, and whether
+ * the job was canceled meanwhile (then the backend cancels it at the device,
+ * IPP Cancel-Job). Both never reject.
+ */
+export interface DeliveryWatch {
+  /** A line for the job's log (the device's job states and reasons); resolves once written or dropped. */
+  note(text: string, level?: 'info' | 'warning'): Promise<void>;
+  /** Whether the job was canceled (or deleted after a cancel) since its hand-off. */
+  canceled(): Promise<boolean>;
+}
+
+/**
  * One device behind a printer's `connection` URL (`ipp://`, `ipps://`,
  * `socket://host:9100`, `lpr://host/queue`, `file:///dir`).
  */
@@ -66,8 +79,10 @@ export interface PrintBackend {
    * its own once a byte has left: a failure after that is `uncertain`, and the
    * caller records it. Resolves when the device acknowledged the job; rejects
    * only with `PrintDeliveryError`. `signal` aborts a delivery in progress.
+   * `watch` (given by the engine) carries log lines and cancels; backends
+   * that cannot follow a job at the device ignore it.
    */
-  send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<Acknowledgement>;
+  send(ticket: PrintTicket, content: Readable, signal: AbortSignal, watch?: DeliveryWatch): Promise<Acknowledgement>;
   /** Probes the device (IPP Get-Printer-Attributes, TCP connect, directory writable); never throws. */
   checkPhysical(signal: AbortSignal): Promise<PhysicalState>;
 }

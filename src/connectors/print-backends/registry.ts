@@ -2,17 +2,18 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../../errors/app-error.js';
 import { ConfinementError, type PrintConfinement, type PrintTarget } from './confinement.js';
 import {
-  PrintDeliveryError, type Acknowledgement, type PhysicalState, type PrintBackend, type PrintBackendContext, type PrintBackendType, type PrintTicket,
+  PrintDeliveryError, type Acknowledgement, type DeliveryWatch, type PhysicalState, type PrintBackend, type PrintBackendContext, type PrintBackendType, type PrintTicket,
 } from './print-backend.js';
 import { directoryBackendType } from './directory/directory-backend.js';
+import { ippBackendType } from './ipp/ipp-backend.js';
+import { lprBackendType } from './lpr/lpr-backend.js';
 import { socketBackendType } from './socket/socket-backend.js';
 
 /**
  * Every print backend, in one place (a registry of its own: print backends
- * are devices behind printers, not services). IPP and LPR join
- * this list as they are built.
+ * are devices behind printers, not services).
  */
-export const PRINT_BACKEND_TYPES: readonly PrintBackendType[] = [directoryBackendType, socketBackendType];
+export const PRINT_BACKEND_TYPES: readonly PrintBackendType[] = [directoryBackendType, socketBackendType, ippBackendType, lprBackendType];
 
 /**
  * The backend for a printer's `connection`: 400 when it does not parse or no
@@ -69,13 +70,13 @@ class ConfinedBackend implements PrintBackend {
     return this.inner.target;
   }
 
-  async send(ticket: PrintTicket, content: Readable, signal: AbortSignal): Promise<Acknowledgement> {
+  async send(ticket: PrintTicket, content: Readable, signal: AbortSignal, watch?: DeliveryWatch): Promise<Acknowledgement> {
     const refusal = await this.refusal();
     if (refusal) {
       content.destroy();
       throw new PrintDeliveryError('refused', refusal.message, { cause: refusal });
     }
-    return this.inner.send(ticket, content, signal);
+    return this.inner.send(ticket, content, signal, watch);
   }
 
   async checkPhysical(signal: AbortSignal): Promise<PhysicalState> {

@@ -10,6 +10,8 @@ import { PRINT_BACKEND_TYPES, printBackendFor } from '../../../src/connectors/pr
 import type { AppError } from '../../../src/errors/app-error.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import { deliveryKind, testConfinement } from '../../helpers/print-delivery.js';
+import { IppEvePrinter } from '../../helpers/ippeveprinter.js';
+import { LpdReceiver } from '../../helpers/lpd-receiver.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
 
 /**
@@ -48,6 +50,26 @@ const TARGETS: Record<string, () => Promise<Target>> = {
       received: async () => sink.received(),
       takeDown: () => sink.down(),
       close: () => sink.close(),
+    };
+  },
+  // CUPS's ippeveprinter on loopback: every document it accepted is in its spool
+  ipp: async () => {
+    const printer = await IppEvePrinter.start({ formats: ['application/pdf'] });
+    return {
+      connection: printer.connection,
+      received: async () => (await printer.documents()).map((d) => d.bytes),
+      takeDown: () => printer.down(),
+      close: () => printer.close(),
+    };
+  },
+  // an RFC 1179 receiver: a job counts once its control file was acknowledged
+  lpr: async () => {
+    const lpd = await LpdReceiver.start({ queues: ['raw'] });
+    return {
+      connection: lpd.connectionFor('raw'),
+      received: async () => lpd.received(),
+      takeDown: () => lpd.down(),
+      close: () => lpd.close(),
     };
   },
 };

@@ -106,3 +106,15 @@ export async function hasReadyWork(sql: Sql, printer: string): Promise<boolean> 
         AND (p.redirect IS NOT NULL OR (p.enabled AND NOT p.paused)) LIMIT 1) x`, [printer]);
   return rows[0]!.n > 0;
 }
+
+/**
+ * Whether a job in delivery was canceled since its hand-off (or deleted,
+ * which only a job out of `processing` can be): a backend that follows the
+ * job at the device (IPP) then cancels it there. Asked by the delivery while
+ * it runs, without a lock: a cancel is final, so a stale "no" only means
+ * the next look sees it.
+ */
+export async function canceledInDelivery(sql: Sql, jobId: string): Promise<boolean> {
+  const { rows } = await sql.query<{ status: string }>('SELECT status FROM print_jobs WHERE id = $1', [jobId]);
+  return rows.length === 0 || rows[0]!.status === 'canceled';
+}

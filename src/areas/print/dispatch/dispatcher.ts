@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import type { BlobStore } from '../../../blobs/blob-store.js';
-import { PrintDeliveryError, type Acknowledgement, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
+import { PrintDeliveryError, type Acknowledgement, type DeliveryWatch, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../../connectors/print-backends/registry.js';
 import { AppError } from '../../../errors/app-error.js';
 import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
@@ -19,7 +19,7 @@ import { recordDeviceError } from '../printers/printer-store.js';
 import { OutcomeBatcher, type OutcomeBatching } from './outcome-batcher.js';
 import { pageInfo } from '../documents/page-info.js';
 import { claimNext, recoverInFlight, type NextStep } from './claim.js';
-import { hasReadyWork, lockInFlight, lockPrinterDispatch, relaxCommit } from './dispatch-store.js';
+import { canceledInDelivery, hasReadyWork, lockInFlight, lockPrinterDispatch, relaxCommit } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -246,7 +246,7 @@ export class Dispatcher {
         mimeType: doc.mimeType,
         copies: job.copies,
         size: doc.size,
-      }, content, signal);
+      }, content, signal, this.watch(job));
     } catch (err) {
       if (err instanceof PrintDeliveryError) failure = err;
       else if (err instanceof AppError) failure = new PrintDeliveryError('refused', err.message, { cause: err });
@@ -289,6 +289,22 @@ export class Dispatcher {
       }
       return { next: await this.claimIn(tx, job.printer) };
     }));
+  }
+
+  /**
+   * What a delivery may tell and ask while it runs: the device's progress
+   * as lines of the job's log (each its own statement; a line that cannot be
+   * written is only logged here, the delivery goes on), and whether the job
+   * was canceled meanwhile (a backend following the job at the device then
+   * cancels it there, IPP Cancel-Job).
+   */
+  private watch(job: PrintJobRow): DeliveryWatch {
+    const { db, log } = this.deps;
+    return {
+      note: (text, level = 'info') => printLogAboutJob(db, { jobId: job.id, printer: job.printer, level, text })
+        .catch((err: unknown) => log.warn({ err, printer: job.printer, job: job.id }, 'a delivery\'s progress line was not written')),
+      canceled: () => canceledInDelivery(db, job.id).catch(() => false),
+    };
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { AppError } from '../../../errors/app-error.js';
 import { ConfinementError, type PrintConfinement, type PrintTarget } from '../confinement.js';
+import { codeOf, connectFailure, IdleTimeout } from '../network-errors.js';
 import {
   PrintDeliveryError, type Acknowledgement, type PhysicalState, type PrintBackend, type PrintBackendContext, type PrintBackendType, type PrintTicket,
 } from '../print-backend.js';
@@ -9,20 +10,6 @@ import {
 export const DEFAULT_SOCKET_PORT = 9100;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
-
-/**
- * Connect errors after which nothing reached the device and a later try may
- * work: the job is postponed. Any other connect error (a name that does not
- * resolve, an address that cannot be used) will not heal by waiting.
- */
-const TRANSIENT = new Set(['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'ECONNRESET', 'EPIPE', 'EAI_AGAIN', 'ECONNABORTED']);
-
-const codeOf = (err: unknown) => (err as NodeJS.ErrnoException | undefined)?.code ?? (err as Error | undefined)?.message ?? String(err);
-
-class Timeout extends Error {
-  override readonly name = 'Timeout';
-  readonly code = 'ETIMEDOUT';
-}
 
 /**
  * Raw TCP printing (`socket://host:port`, port 9100 by default, the
@@ -64,7 +51,7 @@ export class SocketBackend implements PrintBackend {
       socket = await this.connect(signal);
     } catch (err) {
       content.destroy();
-      throw this.connectFailure(err);
+      throw connectFailure(err, this.connection);
     }
     // from here on, every error of the socket has a listener until it is destroyed
     let failure: unknown;
@@ -74,7 +61,7 @@ export class SocketBackend implements PrintBackend {
         reject(err);
       });
       socket.on('timeout', () => {
-        failure ??= new Timeout(`no progress for ${this.idleTimeoutMs} ms`);
+        failure ??= new IdleTimeout(`no progress for ${this.idleTimeoutMs} ms`);
         reject(failure as Error);
         socket.destroy();
       });
@@ -137,14 +124,6 @@ export class SocketBackend implements PrintBackend {
     return this.confinement.connect(this.host, this.port, { signal, timeoutMs: this.connectTimeoutMs });
   }
 
-  private connectFailure(err: unknown): PrintDeliveryError {
-    if (err instanceof ConfinementError) return new PrintDeliveryError('refused', err.message, { cause: err });
-    const code = codeOf(err);
-    if (TRANSIENT.has(code) || (err as Error | undefined)?.name === 'AbortError') {
-      return new PrintDeliveryError('not-delivered', `${this.connection} not reachable: ${code}`, { cause: err });
-    }
-    return new PrintDeliveryError('refused', `${this.connection} cannot be used: ${code}`, { cause: err });
-  }
 }
 
 export const socketBackendType: PrintBackendType = {

@@ -132,13 +132,13 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
   it('permanent failures end in error with the reason in the log; the queue goes on', async () => {
     const reset = await sink();
     await addPrinter(rt, 'nowhere', 'socket://nonexistent.invalid:9100');
-    await addPrinter(rt, 'ipp-later', 'ipp://printer.example/ipp/print');
+    await addPrinter(rt, 'smb-none', 'smb://printer.example/queue');
     const a = await submit(rt, 'nowhere', 'x');
-    const b = await submit(rt, 'ipp-later', 'y');
+    const b = await submit(rt, 'smb-none', 'y');
     const [ja, jb] = await until(rt, [a.id, b.id], ['error']);
     expect(ja!.message).toMatch(/ENOTFOUND/);
     expect(await logText(rt, a.id)).toMatch(/refused: .*ENOTFOUND/);
-    expect(jb!.message).toMatch(/no print backend for ipp:\/\//);
+    expect(jb!.message).toMatch(/no print backend for smb:\/\//);
     // the next job of a printer runs after one ended in error
     await setPrinter(rt, 'nowhere', { connection: reset.connection });
     const c = await submit(rt, 'nowhere', 'z');
