@@ -52,6 +52,8 @@ export interface JobQueue {
   ping(): Promise<void>;
   /** Whether the connection to Redis is up now (readiness, without a round trip). */
   connected(): boolean;
+  /** Calls `cb` each time the connection to Redis is up again after it was lost (not at the first connect). */
+  onReconnect(cb: () => void): void;
   close(): Promise<void>;
 }
 
@@ -117,6 +119,15 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
   // offline queue, so a command while Redis is down fails at once instead of waiting.
   const pinger = new Redis(opts.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
   pinger.on('error', () => {});
+  // 'ready' after a 'close': Redis is back (the first 'ready' is the start, not a return)
+  let lost = false;
+  const reconnected = new Set<() => void>();
+  pinger.on('close', () => (lost = true));
+  pinger.on('ready', () => {
+    if (!lost) return;
+    lost = false;
+    for (const cb of reconnected) cb();
+  });
   const statusOpts = { lockDurationMs: opts.lockDurationMs ?? DEFAULT_LOCK_MS };
   const add = async (name: JobName, payload: unknown, jobId: string, delay?: number) => {
     await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay, attempts: JOBS[name].attempts });
@@ -180,6 +191,7 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       await pinger.ping();
     },
     connected: () => pinger.status === 'ready',
+    onReconnect: (cb) => void reconnected.add(cb),
     async close() {
       await Promise.all([...queues.values()].map((q) => within(q.close(), 5000)));
       pinger.disconnect();

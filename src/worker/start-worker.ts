@@ -37,12 +37,32 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   });
   log.debug('workers started; reconciling');
   // One pass at a time: a slow pass (Redis stalling) must not pile up behind the timer.
+  // A failed pass (the database or Redis away) is tried again soon, 2 s doubling up to the interval,
+  // and Redis coming back starts one at once: what an outage left undone is repaired within seconds
+  // of the return, not at the next pass a minute later.
   let passing: Promise<void> | undefined;
+  let failures = 0;
+  let retry: NodeJS.Timeout | undefined;
   const tick = () => {
+    clearTimeout(retry);
     passing ??= reconcile(s, areas)
-      .then(() => undefined, (err: unknown) => log.warn({ err }, 'reconcile failed; will retry'))
+      .then(() => {
+        if (failures > 0) log.info({ failures }, 'reconcile passed again');
+        failures = 0;
+      }, (err: unknown) => {
+        failures += 1;
+        const retryInMs = Math.min(config.queues.reconcileIntervalMs, 2000 * 2 ** Math.min(failures - 1, 6));
+        log.warn({ err, retryInMs }, 'reconcile failed; will retry');
+        retry = setTimeout(tick, retryInMs);
+        retry.unref();
+      })
       .finally(() => (passing = undefined));
   };
+  s.queue.onReconnect(() => {
+    if (workersStopping.signal.aborted) return;
+    log.info('Redis is back; reconciling now');
+    tick();
+  });
   tick();
   const timer = setInterval(tick, config.queues.reconcileIntervalMs);
   timer.unref();
@@ -56,6 +76,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
       workersStopping.abort();
       await s.registry.stop();
       clearInterval(timer);
+      clearTimeout(retry);
       // a reconcile pass in flight finishes before its queue and database close (bounded: with
       // Redis gone its commands wait for a reconnection that may never come)
       if (passing) await Promise.race([passing, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
