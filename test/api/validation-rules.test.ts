@@ -1,0 +1,94 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawJson } from '../helpers/client.js';
+import { processEnv, startProcess, waitReady, type ProcessEnv, type TestProcess } from '../helpers/process.js';
+
+/**
+ * Validation that used to disagree with itself or the docs (issue 20, item 9),
+ * against a real server process: every refusal is a 4xx with the error body
+ * (DESIGN.md section 6), changes nothing, and the process lives on with no
+ * unhandled error and only JSON lines in its log.
+ */
+let env: ProcessEnv;
+let proc: TestProcess;
+let token: string;
+let printDir: string;
+
+beforeAll(async () => {
+  env = await processEnv({ services: { store: { type: 'store' }, work: { type: 'mock', options: { tasks: { itemMs: 10 } } } } });
+  printDir = path.join(env.dataDir, 'printed');
+  await mkdir(printDir);
+  proc = await startProcess('all', env.env);
+  await waitReady(proc.url!);
+  token = await env.token(proc.url!);
+}, 180_000);
+
+afterAll(async () => {
+  await env.cleanup();
+});
+
+interface Answer {
+  status: number;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+async function send(method: string, p: string, opts: { json?: unknown; body?: string | Buffer; type?: string } = {}): Promise<Answer> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  let body = opts.body;
+  if (opts.json !== undefined) body = JSON.stringify(opts.json);
+  if (body !== undefined) headers['content-type'] = opts.type ?? 'application/json';
+  const res = await fetch(`${proc.url}${p}`, { method, headers, body, signal: AbortSignal.timeout(60_000) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, body: parsed };
+}
+
+/** A 4xx with the one error body: status, code, message. */
+function refused(res: Answer, status: number, code: string | undefined, label: string): void {
+  expect(res.status, `${label}: ${JSON.stringify(res.body).slice(0, 300)}`).toBe(status);
+  expect(res.body?.status, label).toBe(status);
+  if (code !== undefined) expect(res.body?.code, label).toBe(code);
+  expect(typeof res.body?.message, label).toBe('string');
+}
+
+/** What a GET answers, to compare before and after refused writes. */
+async function snapshot(...paths: string[]): Promise<string> {
+  const out: unknown[] = [];
+  for (const p of paths) out.push(await send('GET', p));
+  return JSON.stringify(out);
+}
+
+const TASKS = '/v1/services/work/tasks';
+
+describe('validation: names keep the shared text rule', () => {
+  it('validation: a lone surrogate in a task, list or printer name is refused, not stored as U+FFFD', async () => {
+    const task = await send('POST', TASKS, { json: { name: 'kept' } });
+    expect(task.status).toBe(200);
+    const list = await send('POST', '/v1/lists', { json: { name: 'kept', embedded: { listItems: [] } } });
+    expect(list.status).toBe(200);
+    const before = await snapshot(`${TASKS}?limit=500`, '/v1/lists?limit=500', '/v3/printers/');
+    for (const name of ['a\ud800b', 'a\udc00', '\ud83d']) {
+      const json = JSON.stringify(name); // escaped: \ud800
+      refused(await send('POST', TASKS, rawJson(`{"name":${json}}`)), 400, 'INVALID_NAME', `task ${json}`);
+      refused(await send('PATCH', `${TASKS}/${task.body.tid}`, rawJson(`{"name":${json}}`)), 400, 'INVALID_NAME', `task patch ${json}`);
+      refused(await send('POST', '/v1/lists', rawJson(`{"name":${json},"embedded":{"listItems":[]}}`)), 400, 'INVALID_NAME', `list ${json}`);
+      refused(await send('POST', '/v3/printers/', rawJson(`{"name":${json},"connection":"file://${printDir}"}`)), 400, 'VALIDATION_FAILED', `printer ${json}`);
+    }
+    expect(await snapshot(`${TASKS}?limit=500`, '/v1/lists?limit=500', '/v3/printers/')).toBe(before);
+    // a pair is one character, and fine
+    const emoji = await send('POST', TASKS, { json: { name: 'print 🖨 x' } });
+    expect(emoji.body.name).toBe('print 🖨 x');
+  });
+
+  it('validation: C1 control characters (U+0085) are control characters in printer, task and list names', async () => {
+    const before = await snapshot(`${TASKS}?limit=500`, '/v1/lists?limit=500', '/v3/printers/');
+    for (const name of ['c1\u0085', '\u0080x', 'x\u009f']) {
+      refused(await send('POST', '/v3/printers/', { json: { name, connection: `file://${printDir}` } }), 400, 'VALIDATION_FAILED', `printer ${JSON.stringify(name)}`);
+      refused(await send('POST', TASKS, { json: { name } }), 400, 'INVALID_NAME', `task ${JSON.stringify(name)}`);
+      refused(await send('POST', '/v1/lists', { body: `list.name,item.href\n${name},https://example.com/a\n`, type: 'text/csv' }), 400, 'INVALID_NAME', `csv list ${JSON.stringify(name)}`);
+    }
+    expect(await snapshot(`${TASKS}?limit=500`, '/v1/lists?limit=500', '/v3/printers/')).toBe(before);
+  });
+});
