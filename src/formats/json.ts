@@ -6,6 +6,7 @@ import { AppError } from '../errors/app-error.js';
 import { listTooLarge } from './format-errors.js';
 import { type ListLimits, type ListSource, type Metadata, type ParsedList, type ParsedListItem, headerNotReady } from './list-document.js';
 import { flatten } from './metadata-paths.js';
+import { checkJsonNumbers } from './json-numbers.js';
 
 /**
  * JSON lists: the list create body of DESIGN.md section 6,
@@ -57,6 +58,7 @@ export function parseJson(source: Readable, limits: ListLimits): ParsedList {
     }
     // before anything walks it recursively (zod, flatten, JSON.stringify): a hostile nesting would overflow the stack
     refuseDeepNesting(value);
+    checkJsonNumbers(raw);
     const list = validate(body, value);
     const listItems = list.embedded?.listItems ?? [];
     if (listItems.length > limits.maxItems) throw listTooLarge(limits.maxItems);

@@ -92,3 +92,30 @@ describe('validation: names keep the shared text rule', () => {
     expect(await snapshot(`${TASKS}?limit=500`, '/v1/lists?limit=500', '/v3/printers/')).toBe(before);
   });
 });
+
+describe('validation: numbers are kept exactly or refused', () => {
+  const LOSSY = ['1e400', '-1e400', '1e-400', '123456789012345678901234567890', '-9007199254740993'];
+
+  it('validation: a number JSON would change (1e400, 1e-400, a 30-digit integer) is 400 INVALID_NUMBER, nothing stored', async () => {
+    const entry = await send('POST', '/v1/services/store/repo', { json: { name: 'nums', type: 'document', metadata: { n: 1 } } });
+    expect(entry.status).toBe(200);
+    const task = await send('POST', TASKS, { json: { name: 'nums' } });
+    const before = await snapshot(`${TASKS}?limit=500`, '/v1/lists?limit=500', '/v1/services/store/repo?limit=500');
+    for (const n of LOSSY) {
+      const meta = `{"a":[1,{"b":${n}}],"s":"1e400"}`;
+      refused(await send('POST', TASKS, rawJson(`{"name":"n","metadata":${meta}}`)), 400, 'INVALID_NUMBER', `task ${n}`);
+      refused(await send('PATCH', `${TASKS}/${task.body.tid}`, rawJson(`{"metadata":${meta}}`)), 400, 'INVALID_NUMBER', `task patch ${n}`);
+      refused(await send('PATCH', `/v1/services/store/repo/${entry.body.uuid}`, rawJson(`{"metadata":${meta}}`)), 400, 'INVALID_NUMBER', `entry ${n}`);
+      refused(await send('POST', '/v1/lists', rawJson(`{"name":"l","metadata":${meta},"embedded":{"listItems":[]}}`)), 400, 'INVALID_NUMBER', `list import ${n}`);
+      refused(await send('POST', '/v1/lists', rawJson(`{"embedded":{"listItems":[{"href":"https://example.com/a","metadata":${meta}}]}}`)), 400, 'INVALID_NUMBER', `item ${n}`);
+    }
+    expect(await snapshot(`${TASKS}?limit=500`, '/v1/lists?limit=500', '/v1/services/store/repo?limit=500')).toBe(before);
+  });
+
+  it('validation: numbers a double holds are kept as sent (fractions, exponents, the largest safe integer, strings that look like numbers)', async () => {
+    const meta = '{"a":0.1,"b":1e20,"c":-9007199254740991,"d":2.5e-300,"e":-0,"f":"123456789012345678901234567890","g":1E+2}';
+    const task = await send('POST', TASKS, rawJson(`{"name":"exact","metadata":${meta}}`));
+    expect(task.status).toBe(200);
+    expect(task.body.metadata).toEqual({ a: 0.1, b: 1e20, c: -9007199254740991, d: 2.5e-300, e: 0, f: '123456789012345678901234567890', g: 100 });
+  });
+});

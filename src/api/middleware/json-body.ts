@@ -2,6 +2,7 @@ import getRawBody from 'raw-body';
 import type { Middleware } from 'koa';
 import { AppError } from '../../errors/app-error.js';
 import { hasNul, nulRefused } from '../../errors/input-errors.js';
+import { checkJsonNumbers } from '../../formats/json-numbers.js';
 import { requestBody } from './body-timeout.js';
 
 /**
@@ -9,7 +10,7 @@ import { requestBody } from './body-timeout.js';
  * JSON (content routes stream the request instead). Checks: media type is JSON,
  * size within the limit (413), valid JSON (400), the body arriving in time
  * (408, `body-timeout.ts`), and content every later step can hold (400, see
- * `checkValue`). An empty body is `undefined`.
+ * `checkValue`), numbers kept exactly (400 `INVALID_NUMBER`, `checkJsonNumbers`). An empty body is `undefined`.
  */
 export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Middleware {
   return async (ctx, next) => {
@@ -37,6 +38,7 @@ export function jsonBody(limit: string, opts: { optional?: boolean } = {}): Midd
       throw new AppError('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
     }
     checkValue(parsed);
+    checkJsonNumbers(raw);
     ctx.state.body = parsed;
     return next();
   };
