@@ -119,3 +119,21 @@ describe('validation: numbers are kept exactly or refused', () => {
     expect(task.body.metadata).toEqual({ a: 0.1, b: 1e20, c: -9007199254740991, d: 2.5e-300, e: 0, f: '123456789012345678901234567890', g: 100 });
   });
 });
+
+describe('validation: JSON list imports follow the JSON body rules', () => {
+  it('validation: a __proto__ key in a JSON list import is 400 INVALID_KEY, as in every other JSON body', async () => {
+    const before = await snapshot('/v1/lists?limit=500', `${TASKS}?limit=500`);
+    const bodies = [
+      '{"name":"p","metadata":{"__proto__":{"x":1}},"embedded":{"listItems":[]}}',
+      '{"name":"p","embedded":{"listItems":[{"href":"https://example.com/a","metadata":{"__proto__":{"x":1}}}]}}',
+      '{"name":"p","embedded":{"listItems":[{"href":"https://example.com/a","metadata":{"a":{"b":{"__proto__":1}}}}]}}',
+      '{"__proto__":{"name":"x"},"embedded":{"listItems":[]}}',
+    ];
+    for (const b of bodies) {
+      refused(await send('POST', '/v1/lists', { body: b }), 400, 'INVALID_KEY', `list ${b}`);
+      // the same body as a JSON-typed list elsewhere: the task create body
+      refused(await send('POST', TASKS, { body: `{"name":"t","lists":{"input":${b.replace('"name":"p",', '')}}}` }), 400, 'INVALID_KEY', `task ${b}`);
+    }
+    expect(await snapshot('/v1/lists?limit=500', `${TASKS}?limit=500`)).toBe(before);
+  });
+});
