@@ -137,3 +137,29 @@ describe('validation: JSON list imports follow the JSON body rules', () => {
     expect(await snapshot('/v1/lists?limit=500', `${TASKS}?limit=500`)).toBe(before);
   });
 });
+
+describe('validation: list item hrefs keep the task items\' rule', () => {
+  const BAD = ['javascript:1', 'file:///etc/passwd', '../../etc/passwd', 'gopher://x/1', '/etc/passwd', 'data:text/html,x'];
+  const GOOD = ['https://example.com/a.pdf', '/v1/services/store/repo/0b1c2d3e-0000-4000-8000-000000000009'];
+
+  it('validation: an item href that is neither a repository document nor an http(s) URL is 400 INVALID_HREF on every way in (JSON, CSV, RList, ?href=)', async () => {
+    const list = await send('POST', '/v1/lists', { json: { name: 'hrefs', embedded: { listItems: GOOD.map((href) => ({ href })) } } });
+    expect(list.status).toBe(200);
+    const lid = list.body.lid as string;
+    const items = await send('GET', `/v1/lists/${lid}/items?limit=500`);
+    const id = items.body[0].id as string;
+    const before = await snapshot('/v1/lists?limit=500', `/v1/lists/${lid}/items?embed=items&limit=500`);
+    for (const href of BAD) {
+      const label = JSON.stringify(href);
+      refused(await send('POST', '/v1/lists', { json: { name: 'bad', embedded: { listItems: [{ href: GOOD[0] }, { href }] } } }), 400, 'INVALID_HREF', `json ${label}`);
+      refused(await send('POST', '/v1/lists', { body: `item.href\n${GOOD[0]}\n"${href}"\n`, type: 'text/csv' }), 400, 'INVALID_HREF', `csv ${label}`);
+      refused(await send('POST', '/v1/lists', { body: `[DOCUMENT_1]\nHREF="${GOOD[0]}"\n[DOCUMENT_2]\nHREF="${href}"\n`, type: 'application/rli' }), 400, 'INVALID_HREF', `rlist ${label}`);
+      refused(await send('POST', `/v1/lists/${lid}/items?href=${encodeURIComponent(href)}`), 400, 'INVALID_HREF', `append ?href= ${label}`);
+      refused(await send('POST', `/v1/lists/${lid}/items`, { json: { href } }), 400, 'INVALID_HREF', `append ${label}`);
+      refused(await send('PUT', `/v1/lists/${lid}/items/${id}`, { json: { href } }), 400, 'INVALID_HREF', `put ${label}`);
+      refused(await send('PATCH', `/v1/lists/${lid}/items/${id}?href=${encodeURIComponent(href)}`), 400, 'INVALID_HREF', `patch ?href= ${label}`);
+      refused(await send('PATCH', `/v1/lists/${lid}/items/${id}`, { json: { href } }), 400, 'INVALID_HREF', `patch ${label}`);
+    }
+    expect(await snapshot('/v1/lists?limit=500', `/v1/lists/${lid}/items?embed=items&limit=500`)).toBe(before);
+  });
+});
