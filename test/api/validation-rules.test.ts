@@ -163,3 +163,19 @@ describe('validation: list item hrefs keep the task items\' rule', () => {
     expect(await snapshot('/v1/lists?limit=500', `/v1/lists/${lid}/items?embed=items&limit=500`)).toBe(before);
   });
 });
+
+describe('validation: reserved printer names', () => {
+  it('validation: a printer named "metadata" (any case) is refused; GET /v3/printers/metadata stays the field list', async () => {
+    const before = await snapshot('/v3/printers/');
+    for (const name of ['metadata', 'Metadata', 'METADATA']) {
+      refused(await send('POST', '/v3/printers/', { json: { name, connection: `file://${printDir}` } }), 400, 'VALIDATION_FAILED', name);
+    }
+    expect(await snapshot('/v3/printers/')).toBe(before);
+    const meta = await send('GET', '/v3/printers/metadata');
+    expect([meta.status, meta.body.resource]).toEqual([200, 'printers']);
+    // a name that merely contains it is fine
+    const ok = await send('POST', '/v3/printers/', { json: { name: 'metadata printer', connection: `file://${printDir}` } });
+    expect(ok.status).toBe(200);
+    expect((await send('GET', `/v3/printers/${encodeURIComponent('metadata printer')}`)).body.name).toBe('metadata printer');
+  });
+});

@@ -8,7 +8,9 @@ export const printerName = z.string().min(1).max(200)
     if (problem) ctx.addIssue({ code: 'custom', message: `a printer name ${problem}` });
   })
   // URLs resolve '.' and '..' segments (also as %2E), so such a name could never be addressed in a path
-  .refine((n) => n !== '.' && n !== '..', 'a printer name is not "." or ".."');
+  .refine((n) => n !== '.' && n !== '..', 'a printer name is not "." or ".."')
+  // GET /v3/printers/metadata is the field list (spec); routes match without case, so no spelling of it can name a printer
+  .refine((n) => n.toLowerCase() !== 'metadata', 'a printer name is not "metadata" (in any case): /v3/printers/metadata is the printers\' field list');
 
 const text = (max: number) => z.string().max(max).nullable().optional();
 
