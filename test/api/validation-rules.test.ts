@@ -179,3 +179,27 @@ describe('validation: reserved printer names', () => {
     expect((await send('GET', `/v3/printers/${encodeURIComponent('metadata printer')}`)).body.name).toBe('metadata printer');
   });
 });
+
+describe('validation: OData values have the field\'s type, dates are calendar dates', () => {
+  it('validation: wrong types in in (…), paths below a documented property and invalid datetime literals are 400', async () => {
+    const cases: [string, string, string][] = [
+      ['/v3/jobs/', "id in (1,'a')", 'INVALID_FILTER'],
+      ['/v3/jobs/', 'copies in (1,true)', 'INVALID_FILTER'],
+      ['/v3/jobs/', "created in ('yesterday')", 'INVALID_FILTER'],
+      ['/v3/jobs/', 'checkin/type/x eq 1', 'INVALID_PROPERTY'],
+      ['/v3/jobs/', "checkin/colour eq 'x'", 'INVALID_PROPERTY'],
+      ['/v3/printers/', "message/text/x eq 'x'", 'INVALID_PROPERTY'],
+      ['/v3/jobs/', "created gt datetime'2024-02-30T00:00:00'", 'INVALID_FILTER'],
+      ['/v3/jobs/', "created gt datetime'2023-02-29'", 'INVALID_FILTER'],
+      ['/v3/jobs/', "created lt date'2024-04-31'", 'INVALID_FILTER'],
+      ['/v3/jobs/', "name eq 'x' or created gt datetime'2024-02-30T00:00:00Z'", 'INVALID_FILTER'],
+    ];
+    for (const [listing, filter, code] of cases) {
+      refused(await send('GET', `${listing}?$filter=${encodeURIComponent(filter)}`), 400, code, filter);
+    }
+    // what the same rules accept
+    for (const filter of ["id in (1,2)", "checkin/type eq 'api'", "created gt datetime'2024-02-29T00:00:00'", "name eq 'datetime''2024-02-30'''", "created gt date'2024-02-29'"]) {
+      expect((await send('GET', `/v3/jobs/?$filter=${encodeURIComponent(filter)}`)).status, filter).toBe(200);
+    }
+  });
+});
