@@ -203,3 +203,20 @@ describe('validation: OData values have the field\'s type, dates are calendar da
     }
   });
 });
+
+describe('validation: paging limits say the real limit', () => {
+  it('validation: offset past 1,000,000,000 is 400 naming the range, not "must be a whole number"', async () => {
+    for (const p of ['/v1/lists', `${TASKS}`, '/v1/services/store/repo']) {
+      for (const offset of ['1000000001', '99999999999999', '123456789012345678901234567890']) {
+        const res = await send('GET', `${p}?offset=${offset}`);
+        refused(res, 400, 'INVALID_QUERY', `${p} offset=${offset}`);
+        expect(res.body.message, `${p} offset=${offset}`).toMatch(/between 0 and 1000000000/);
+      }
+      // the limit itself is a valid offset (an empty page past the end)
+      expect([200, 404], `${p} offset=1000000000`).toContain((await send('GET', `${p}?offset=1000000000`)).status);
+      const word = await send('GET', `${p}?offset=ten`);
+      refused(word, 400, 'INVALID_QUERY', `${p} offset=ten`);
+      expect(word.body.message).toMatch(/whole number/);
+    }
+  });
+});
