@@ -220,3 +220,24 @@ describe('validation: paging limits say the real limit', () => {
     }
   });
 });
+
+describe('validation: list names have the task names\' length limit', () => {
+  it('validation: a list name over 1,024 characters is 400 INVALID_NAME on every way in (JSON, CSV, RList, PUT, PATCH, a task\'s CSV)', async () => {
+    const list = await send('POST', '/v1/lists', { json: { name: 'short', embedded: { listItems: [] } } });
+    const lid = list.body.lid as string;
+    const before = await snapshot('/v1/lists?limit=500', `${TASKS}?limit=500`);
+    const long = 'n'.repeat(1025);
+    refused(await send('POST', '/v1/lists', { json: { name: long, embedded: { listItems: [] } } }), 400, 'INVALID_NAME', 'json');
+    refused(await send('POST', '/v1/lists', { body: `list.name,item.href\n${long},https://example.com/a\n`, type: 'text/csv' }), 400, 'INVALID_NAME', 'csv');
+    refused(await send('POST', '/v1/lists', { body: `[LIST]\nNAME="${long}"\n[DOCUMENT_1]\nHREF="https://example.com/a"\n`, type: 'application/rli' }), 400, 'INVALID_NAME', 'rlist');
+    refused(await send('PUT', `/v1/lists/${lid}`, { json: { name: long } }), 400, 'INVALID_NAME', 'put');
+    refused(await send('PATCH', `/v1/lists/${lid}`, { json: { name: long } }), 400, 'INVALID_NAME', 'patch');
+    refused(await send('POST', TASKS, { body: `list.name,item.href\n${long},https://example.com/a\n`, type: 'text/csv' }), 400, 'INVALID_NAME', 'task csv');
+    refused(await send('POST', TASKS, { json: { name: long } }), 400, 'INVALID_NAME', 'task name');
+    refused(await send('POST', TASKS, { json: { name: '  ' } }), 400, 'INVALID_NAME', 'blank task name');
+    expect(await snapshot('/v1/lists?limit=500', `${TASKS}?limit=500`)).toBe(before);
+    // the limit itself is fine
+    const max = await send('PATCH', `/v1/lists/${lid}`, { json: { name: 'n'.repeat(1024) } });
+    expect([max.status, max.body.name?.length]).toEqual([200, 1024]);
+  });
+});

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../../errors/app-error.js';
-import { assertValidText } from '../../../errors/input-errors.js';
+import { assertValidText, DISPLAY_NAME_MAX } from '../../../errors/input-errors.js';
 import { throwSqlError } from '../../../errors/sql-errors.js';
 import { fieldMap } from '../../../query/fields.js';
 import type { ListQuery } from '../../../query/tree.js';
@@ -96,11 +96,12 @@ const ITEM_COLS = 'id, lid, position, href, doc_sid, doc_uuid, metadata, created
 
 /**
  * The name rule of every list, checked where a name is written (a JSON body,
- * a CSV `list.name`, an RList or JSON import alike): the shared text rule
- * (errors/input-errors.ts). An empty name is allowed (formats round-trip it).
+ * a CSV `list.name`, an RList or JSON import alike): at most 1,024
+ * characters, as task names, and the shared text rule (errors/input-errors.ts).
+ * An empty name is allowed (formats round-trip it).
  */
 function checkName(name: string | null | undefined): void {
-  if (name) assertValidText(name, 'the list name', Number.MAX_SAFE_INTEGER);
+  if (name) assertValidText(name, 'the list name', DISPLAY_NAME_MAX);
 }
 
 export async function createList(sql: Sql, list: NewList): Promise<ListRow> {
