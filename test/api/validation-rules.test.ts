@@ -241,3 +241,24 @@ describe('validation: list names have the task names\' length limit', () => {
     expect([max.status, max.body.name?.length]).toEqual([200, 1024]);
   });
 });
+
+/** A PDF whose page tree lists itself as its own kid. */
+const RECURSIVE_PDF = '%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [2 0 R] /Count 1 >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n';
+
+async function pausedPrinter(name: string): Promise<void> {
+  expect((await send('POST', '/v3/printers/', { json: { name, connection: `file://${printDir}` } })).status).toBe(200);
+  expect((await send('PUT', `/v3/printers/${encodeURIComponent(name)}/pause`)).status).toBe(200);
+}
+
+describe('validation: print documents', () => {
+  it('validation: a PDF with a recursive page tree reports a clear reason in its page info, not "Maximum call stack size exceeded"', async () => {
+    await pausedPrinter('pdf-loop');
+    const job = await send('POST', '/v3/jobs/?printer=pdf-loop', { body: RECURSIVE_PDF, type: 'application/pdf' });
+    expect(job.status, JSON.stringify(job.body)).toBe(201);
+    const info = await send('GET', `/v3/jobs/${job.body.id}/pageinfo`);
+    expect(info.status).toBeLessThan(500);
+    expect(JSON.stringify(info.body)).not.toMatch(/call stack|RangeError/i);
+    expect(info.body).toMatchObject({ pages: null, reason: expect.stringMatching(/page tree is circular/) });
+    expect(proc.child.exitCode).toBeNull();
+  });
+});
