@@ -262,3 +262,27 @@ describe('validation: print documents', () => {
     expect(proc.child.exitCode).toBeNull();
   });
 });
+
+/** A PDF with a number too large for a double's integers: pdf-lib warns about it on the console. */
+const NOISY_PDF = '%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R /Big 99999999999999999999 >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n';
+
+describe('log: only JSON lines', () => {
+  it('log: what the PDF library prints goes through the logger as JSON, not as plain lines', async () => {
+    await pausedPrinter('pdf-noise');
+    const job = await send('POST', '/v3/jobs/?printer=pdf-noise', { body: NOISY_PDF, type: 'application/pdf' });
+    expect(job.status, JSON.stringify(job.body)).toBe(201);
+    expect((await send('GET', `/v3/jobs/${job.body.id}/pageinfo`)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const plain = proc.logs.filter((l) => { try { JSON.parse(l); return false; } catch { return true; } });
+    expect(plain, plain.slice(0, 5).join('\n')).toEqual([]);
+    const routed = proc.logs.map((l) => JSON.parse(l) as { source?: string; msg?: string; level?: string }).filter((l) => l.source === 'console');
+    expect(routed.some((l) => /too large for some PDF readers/.test(l.msg ?? '') && l.level === 'warn')).toBe(true);
+  });
+
+  it('log: the process lived through every request above with no unhandled error', async () => {
+    expect(proc.child.exitCode).toBeNull();
+    expect((await fetch(`${proc.url}/healthz`)).status).toBe(200);
+    const bad = proc.logs.filter((l) => /unhandled|uncaught|"level":"(fatal)"/i.test(l));
+    expect(bad, bad.slice(0, 3).join('\n')).toEqual([]);
+  });
+});
