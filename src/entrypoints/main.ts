@@ -1,5 +1,6 @@
 import { readEnv } from '../config/env.js';
 import { ConfigError, loadConfig } from '../config/load.js';
+import { routeConsoleToLogger } from '../logging/console.js';
 import { createLogger } from '../logging/logger.js';
 import { startRuntime, type RuntimeParts } from '../runtime/runtime.js';
 import { MigrationEditedError } from '../storage/migrate.js';
@@ -28,6 +29,8 @@ export async function main(forcedRole?: 'all' | 'api' | 'worker'): Promise<void>
   }
   const role = config.role;
   const log = createLogger(config.logLevel, { role });
+  // libraries that print (pdf-lib) must not put plain lines into the JSON log
+  routeConsoleToLogger(log);
   const shutdownTimeoutMs = config.server.shutdownTimeoutMs;
   // Signals are handled from the first moment: one that arrives during start-up stops the runtime once it is up.
   let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;

@@ -6,6 +6,7 @@ import { AppError } from '../errors/app-error.js';
 import { listTooLarge } from './format-errors.js';
 import { type ListLimits, type ListSource, type Metadata, type ParsedList, type ParsedListItem, headerNotReady } from './list-document.js';
 import { flatten } from './metadata-paths.js';
+import { checkJsonNumbers, checkValue } from './json-rules.js';
 
 /**
  * JSON lists: the list create body of DESIGN.md section 6,
@@ -25,19 +26,6 @@ const body = z.object({
   }).optional(),
 });
 
-const MAX_DEPTH = 64;
-
-/** 400 `JSON_TOO_DEEP` past 64 levels, like every other JSON body; iterative, so the check itself cannot overflow. */
-function refuseDeepNesting(root: unknown): void {
-  const stack: { v: unknown; depth: number }[] = [{ v: root, depth: 0 }];
-  while (stack.length > 0) {
-    const { v, depth } = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth >= MAX_DEPTH) throw new AppError('JSON_TOO_DEEP', `the body nests deeper than ${MAX_DEPTH} levels`);
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push({ v: child, depth: depth + 1 });
-  }
-}
-
 export function parseJson(source: Readable, limits: ListLimits): ParsedList {
   let header: { name?: string; metadata: Metadata } | undefined;
 
@@ -55,8 +43,10 @@ export function parseJson(source: Readable, limits: ListLimits): ParsedList {
     } catch (err) {
       throw new AppError('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
     }
-    // before anything walks it recursively (zod, flatten, JSON.stringify): a hostile nesting would overflow the stack
-    refuseDeepNesting(value);
+    // as every JSON body (json-rules.ts), before anything walks it recursively (zod, flatten, JSON.stringify):
+    // a hostile nesting would overflow the stack; a `__proto__` key would be dropped by any copy; NUL cannot be stored
+    checkValue(value);
+    checkJsonNumbers(raw);
     const list = validate(body, value);
     const listItems = list.embedded?.listItems ?? [];
     if (listItems.length > limits.maxItems) throw listTooLarge(limits.maxItems);

@@ -26,9 +26,10 @@ export function single(query: RawQuery, key: string): string | undefined {
 export function intParam(query: RawQuery, key: string, def: number, min: number, max: number): number {
   const raw = single(query, key);
   if (raw === undefined) return def;
-  if (!/^\d{1,9}$/.test(raw)) throw new AppError('INVALID_QUERY', `"${key}" must be a whole number`, { parameter: key, value: raw });
+  if (!/^\d+$/.test(raw)) throw new AppError('INVALID_QUERY', `"${key}" must be a whole number`, { parameter: key, value: raw.slice(0, 40) });
+  // any run of digits is a whole number: one past the range says the range (Number() of a long run is only compared)
   const n = Number(raw);
-  if (n < min || n > max) throw new AppError('INVALID_QUERY', `"${key}" must be between ${min} and ${max}`, { parameter: key, value: raw });
+  if (n < min || n > max) throw new AppError('INVALID_QUERY', `"${key}" must be between ${min} and ${max}`, { parameter: key, value: raw.slice(0, 40), min, max });
   return n;
 }
 
@@ -55,8 +56,11 @@ function filterOf(key: string, path: string[], value: string): Expr {
   return { op: 'match', field: { path }, kind: 'regex', value: pattern, flags: m[2] === 'i' ? 'i' : '' };
 }
 
+/** Largest `offset` of a listing (deeper pages are refused with this limit named). */
+export const MAX_OFFSET = 1_000_000_000;
+
 export function parseListQuery(query: RawQuery, reserved: readonly string[], maxLimit = 500): ListQuery {
-  const offset = intParam(query, 'offset', 0, 0, 1_000_000_000);
+  const offset = intParam(query, 'offset', 0, 0, MAX_OFFSET);
   const limit = intParam(query, 'limit', 100, 1, maxLimit);
   const sortRaw = single(query, 'sort');
   const sort: SortKey[] = [];

@@ -124,6 +124,9 @@ function parseOptions(text: string, seen: Map<string, string>, fields: ODataFiel
   } catch (err) {
     throw syntaxError(err, text);
   }
+  // the parser reads datetime'2024-02-30' as 1 March: the literal's own text is checked first
+  const filterText = seen.get('$filter');
+  if (filterText !== undefined) checkDateLiterals(filterText);
   const t = new TreeReader(fields, binds);
   const q: ODataQuery = { sort: [], top: DEFAULT_TOP, skip: 0, inlineCount: false };
   if (tree.$filter !== undefined) q.filter = t.expr(tree.$filter, 0);
@@ -136,6 +139,17 @@ function parseOptions(text: string, seen: Map<string, string>, fields: ODataFiel
     q.inlineCount = tree.$inlinecount === 'allpages';
   }
   return Object.freeze(q);
+}
+
+// a datetime'…' or date'…' literal, or a text literal ('it''s') to step over
+const DATE_OR_TEXT = /(?<![A-Za-z0-9_])(date(?:time)?)'([^']*)'|'(?:[^']|'')*'/gi;
+
+/** 400 for a `datetime'…'` or `date'…'` literal that is no calendar date (`2024-02-30`), which the parser would roll over. */
+function checkDateLiterals(filter: string): void {
+  for (const m of filter.matchAll(DATE_OR_TEXT)) {
+    if (m[1] === undefined) continue;
+    if (parseDate(m[2]!) === undefined) throw invalid(`${m[1]}'${m[2]!.slice(0, 60)}' is not a valid ISO 8601 date`, { value: m[2]!.slice(0, 60) });
+  }
 }
 
 function syntaxError(err: unknown, text: string): AppError {
@@ -172,7 +186,8 @@ class TreeReader {
       const field = this.field(args[0]);
       const list = this.value(args[1]);
       if (list.type !== 'list') throw invalid('in takes a list of values');
-      return { op: 'or', args: list.values.map((value) => ({ op: 'cmp', field, cmp: 'eq', value })) };
+      // each value of the list has the column's type, as in a comparison (`id in (1,'a')` is 400)
+      return { op: 'or', args: list.values.map((value) => ({ op: 'cmp', field, cmp: 'eq', value: this.typed(field, value) })) };
     }
     if (CMP.has(op)) return this.cmp(op as CmpOp, args[0], args[1], depth);
     throw invalid(`the operator ${String(op).slice(0, 20)} is not supported; supported: ${OPERATORS.join(', ')}`, { operator: String(op).slice(0, 20) });
@@ -266,6 +281,11 @@ class TreeReader {
     if (!def) throw new AppError('INVALID_PROPERTY', `"${name}" is not a property that can be filtered or sorted here`, { property: name });
     if (def.type === 'json' && path.length < 2) throw new AppError('INVALID_PROPERTY', `"${name}" is an object; name a property inside it (${name}/…)`, { property: name });
     if (def.type !== 'json' && path.length > 1) throw new AppError('INVALID_PROPERTY', `"${path[0]}" has no properties`, { property: name });
+    // an object field's documented properties (the metadata route lists them) hold values, not objects: `checkin/type`, not `checkin/type/x`
+    const inner = def.type === 'json' ? this.fields.fields.find((f) => f.name === path[0])?.properties : undefined;
+    if (inner && (path.length > 2 || !inner.includes(path[1]!))) {
+      throw new AppError('INVALID_PROPERTY', `"${name}" is not a property of ${path[0]} (it has ${inner.map((p) => `${path[0]}/${p}`).join(', ')})`, { property: name });
+    }
     return { path };
   }
 

@@ -26,9 +26,14 @@ describe('choosing a format', () => {
 });
 
 describe('JSON lists', () => {
-  it('reads the create body, keeping types and "__proto__" keys', async () => {
-    const list = await parseText('json', '{"name":"L","metadata":{"n":1,"__proto__":{"x":true}},"links":{},"embedded":{"listItems":[{"href":"/a","metadata":{"k":[1,null]}},{"href":"/b"}]}}');
-    expect(JSON.stringify(list)).toBe('{"name":"L","metadata":{"n":1,"__proto__":{"x":true}},"items":[{"href":"/a","metadata":{"k":[1,null]}},{"href":"/b","metadata":{}}]}');
+  it('reads the create body, keeping types', async () => {
+    const list = await parseText('json', '{"name":"L","metadata":{"n":1,"constructor":{"x":true}},"links":{},"embedded":{"listItems":[{"href":"/a","metadata":{"k":[1,null]}},{"href":"/b"}]}}');
+    expect(JSON.stringify(list)).toBe('{"name":"L","metadata":{"n":1,"constructor":{"x":true}},"items":[{"href":"/a","metadata":{"k":[1,null]}},{"href":"/b","metadata":{}}]}');
+  });
+
+  it('validation: a "__proto__" key is 400 INVALID_KEY, as in every JSON body', async () => {
+    const err = await parseError('json', '{"name":"L","metadata":{"n":1,"__proto__":{"x":true}},"embedded":{"listItems":[]}}');
+    expect([err.status, err.code]).toEqual([400, 'INVALID_KEY']);
   });
 
   it.each([

@@ -98,7 +98,8 @@ function prng(seed: number) {
 
 const PIECES = [',', '"', '""', '\n', '\r\n', '\r', ';', '=', '[', ']', '[DOCUMENT_1]', '\\', '\\"', '.', ' ', '\t', 'ü', '中', '🎉', '\u00a0', 'a', 'Z', '0', 'NAME', 'name', 'HREF', 'FILE', 'item.href', '__proto__', 'constructor', "'", '#', '\ufeff'];
 
-function generator(seed: number) {
+/** `protoKeys: false`: no key is exactly `__proto__` (JSON refuses one as every JSON body does, 400 INVALID_KEY; CSV and RList keep it as data). */
+function generator(seed: number, { protoKeys = true } = {}) {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
   const text = (max: number) => Array.from({ length: Math.floor(rnd() * max) }, () => pick(PIECES)).join('');
@@ -114,7 +115,11 @@ function generator(seed: number) {
   const meta = (depth = 0): Metadata => {
     const out: Metadata = {};
     const n = Math.floor(rnd() * 5);
-    for (let i = 0; i < n; i++) Object.defineProperty(out, text(4), { value: value(depth), enumerable: true, writable: true, configurable: true });
+    for (let i = 0; i < n; i++) {
+      const key = text(4);
+      const v = value(depth);
+      if (key !== '__proto__' || protoKeys) Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    }
     return out;
   };
   const list = (): List => ({
@@ -128,7 +133,7 @@ function generator(seed: number) {
 describe('round trips of random lists (keys and values with commas, quotes, line breaks, unicode, ";", "=", brackets, dots)', () => {
   it.each(['json', 'csv', 'rlist'] as const)('%s: 200 random lists, parsed in random chunks', { timeout: 120_000 }, async (name) => {
     for (let seed = 1; seed <= 200; seed++) {
-      const list = generator(seed)();
+      const list = generator(seed, { protoKeys: name !== 'json' })();
       const { list: back, text } = await roundTrip(name, list, seed);
       const expected = name === 'json' ? list : normalised(list);
       if (canon(back) !== canon(expected)) {

@@ -6,6 +6,8 @@ import { AppError } from '../../errors/app-error.js';
 import { type ListFormat, LIST_FORMATS, importFormat } from '../../formats/index.js';
 import type { ListItem, Metadata } from '../../formats/index.js';
 import * as store from './store/list-store.js';
+import { checkedItems } from './store/bulk/checked-items.js';
+import { checkHref } from './store/doc-href.js';
 import { insertItemsFrom } from './store/bulk/insert-items.js';
 import { parseForImport } from './store/bulk/parse-import.js';
 import type { ItemRow, ListRow } from './store/list-store.js';
@@ -31,7 +33,8 @@ const BY_EXTENSION: ReadonlyMap<string, ListFormat['name']> = new Map([['.csv', 
  * The per-user lists (spec: Lists): rights, rules and the import/export
  * flow; never sees HTTP. Lists are the caller's own: another user's list is
  * 404 as if it did not exist (nothing about it is shown), unless a role gives
- * the `all` scope on `lists`. All SQL is in the list store (`store/list-store.ts`).
+ * the `all` scope on `lists`. Item hrefs keep the task items' rule
+ * (`checkHref`): a repository document path or an http(s) URL, on every way in. All SQL is in the list store (`store/list-store.ts`).
  */
 export class ListService {
   constructor(private readonly o: ListServiceOptions) {}
@@ -75,7 +78,7 @@ export class ListService {
       const parsed = parseForImport(format, body, { maxItems: this.o.maxItems });
       return await this.o.db.transaction(async (tx) => {
         const list = await store.createList(tx, { kind: 'user', creator: p.user });
-        await insertItemsFrom(tx, list.lid, parsed.items);
+        await insertItemsFrom(tx, list.lid, checkedItems(parsed.items));
         const header = parsed.header();
         return (await store.replaceList(tx, list.lid, { name: header.name ?? null, metadata: header.metadata }))!;
       });
@@ -156,6 +159,7 @@ export class ListService {
   }
 
   async append(p: Principal, lid: string, item: ListItem): Promise<ItemRow> {
+    checkHref(item.href);
     await this.visible(p, lid, 'write');
     const row = await store.appendItem(this.o.db, lid, item);
     if (!row) throw new AppError('LIST_NOT_FOUND', 'no such list', { lid });
@@ -168,6 +172,7 @@ export class ListService {
   }
 
   async replaceItem(p: Principal, lid: string, id: string, change: { href?: string; metadata: Metadata }): Promise<ItemRow> {
+    if (change.href !== undefined) checkHref(change.href);
     return this.o.db.transaction(async (tx) => {
       await this.visible(p, lid, 'write', tx);
       const current = found(await store.getItem(tx, lid, id, { lock: true }), id);
@@ -176,6 +181,7 @@ export class ListService {
   }
 
   async patchItem(p: Principal, lid: string, id: string, change: { href?: string; metadata?: Metadata }): Promise<ItemRow> {
+    if (change.href !== undefined) checkHref(change.href);
     return this.o.db.transaction(async (tx) => {
       await this.visible(p, lid, 'write', tx);
       return found(await store.patchItem(tx, lid, id, change), id);

@@ -44,14 +44,16 @@ const itemReadOnly = {
 /** PUT /lists/{lid}: the list's name and metadata, replaced (absent: none). */
 export const replaceListSchema = z.strictObject({
   ...listReadOnly,
-  name: storableText(1024).nullable().optional(),
+  // the list store checks names on every way in (list-store.ts `checkName`: 400 INVALID_NAME)
+  name: z.string().nullable().optional(),
   metadata: metadata.default({}),
 });
 
 /** PATCH /lists/{lid}: metadata merged in; the name set when given. */
 export const patchListSchema = z.strictObject({
   ...listReadOnly,
-  name: storableText(1024).nullable().optional(),
+  // the list store checks names on every way in (list-store.ts `checkName`: 400 INVALID_NAME)
+  name: z.string().nullable().optional(),
   metadata: metadata.optional(),
 });
 

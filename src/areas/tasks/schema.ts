@@ -14,7 +14,8 @@ export const metadata = z.record(z.string().min(1).max(256), z.unknown()).superR
   if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
 });
 
-const name = z.string().trim().min(1).max(1024);
+// 1-1,024 characters and the shared text rule, checked by the service (TaskService: 400 INVALID_NAME, as for list names)
+const name = z.string().trim();
 const type = z.string().min(1).max(256);
 
 /** An item reference: a repository path under /v1 or an http(s) URL (checked further by the service). */

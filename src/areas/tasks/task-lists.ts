@@ -1,11 +1,11 @@
 import type { Readable } from 'node:stream';
 import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
-import { batchesOf, fromBatches, type ItemBatches, type ListFormat, type ListItem, type Metadata, type ParsedListItem } from '../../formats/index.js';
+import type { ListFormat, ListItem, Metadata, ParsedListItem } from '../../formats/index.js';
 import * as lists from '../lists/store/list-store.js';
-import type { ItemRow, ListRow, Placement, StoreItem } from '../lists/store/list-store.js';
+import type { ItemRow, ListRow, Placement } from '../lists/store/list-store.js';
 import { checkHref, docRef } from '../lists/store/doc-href.js';
-import { copyEncodable, type CopyTarget } from '../lists/store/bulk/copy-encodable.js';
+import { checkedItems } from '../lists/store/bulk/checked-items.js';
 import { insertItemsFrom } from '../lists/store/bulk/insert-items.js';
 import { parseForImport } from '../lists/store/bulk/parse-import.js';
 import { listTooLarge } from '../../formats/format-errors.js';
@@ -25,28 +25,6 @@ import type { TaskListKind } from './present.js';
  * rule on top. The input list cannot change while the task is processing
  * (409); the output list is written by connectors and read-only here.
  */
-
-/**
- * The parsed items with their hrefs checked as they stream by, in the
- * parser's batches, each carrying the document its href names (so the store
- * does not parse the href again). Items that can be read as COPY payloads
- * (`CopyEncodable`, a CSV body) keep that, with the same check made where
- * they are encoded.
- */
-function checkedItems(items: AsyncIterable<ParsedListItem>): ItemBatches<StoreItem> {
-  const encodable = copyEncodable(items);
-  const checked = fromBatches((async function* () {
-    for await (const batch of batchesOf(items)) {
-      const out = new Array<StoreItem>(batch.length);
-      for (let i = 0; i < batch.length; i++) {
-        const item = batch[i]!;
-        out[i] = { href: item.href, metadata: item.metadata, doc: checkHref(item.href, item.at) };
-      }
-      yield out;
-    }
-  })());
-  return encodable ? { ...checked, copyChunks: (target: CopyTarget) => encodable.copyChunks(target, { checkHrefs: true }) } as ItemBatches<StoreItem> : checked;
-}
 
 /** The input list of the create body (validated by the route's schema). */
 export interface InputListBody {

@@ -4,6 +4,7 @@ import type { Principal } from '../../auth/principal.js';
 import type { TasksFacet } from '../../connectors/connector.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError } from '../../errors/app-error.js';
+import { assertValidText } from '../../errors/input-errors.js';
 import type { Database, Sql, Tx } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
@@ -133,6 +134,7 @@ export class TaskService {
   ): Promise<{ task: TaskRow; filled: T }> {
     this.facet(sid);
     this.policy.require(p, 'tasks', 'write');
+    assertValidText(input.name, 'the task name');
     const counted = this.counted(p, owner);
     await this.checkTaskCount(this.db, counted, 0);
     return this.db.transaction(async (tx) => {
@@ -153,6 +155,7 @@ export class TaskService {
   /** PUT (`replace`: metadata wholesale) or PATCH (`merge`: key by key, none removed); 409 while processing. */
   async update(p: Principal, sid: string, tid: string, change: TaskChange, mode: 'replace' | 'merge'): Promise<TaskRow> {
     await this.get(p, sid, tid, 'write');
+    if (change.name !== undefined) assertValidText(change.name, 'the task name');
     return this.db.transaction(async (tx) => {
       const task = await store.getTask(tx, tid, { lock: true });
       if (!task) throw taskNotFound(tid, sid);

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { AppError } from '../../errors/app-error.js';
+import { textProblem } from '../../errors/input-errors.js';
 
 /**
  * A repository entry as the repository area stores it (one row of
@@ -37,21 +38,18 @@ export interface EntryRow {
  *
  * A name is 1 to 255 characters (Unicode code points), is not `.` or `..`,
  * and contains no `/` or `\`, no control character (C0 0x00-0x1f, DEL 0x7f,
- * C1 0x80-0x9f) and no lone surrogate (it could not be stored as UTF-8).
+ * C1 0x80-0x9f) and no lone surrogate (it could not be stored as UTF-8): the
+ * shared text rule, `textProblem` in errors/input-errors.ts.
  */
 export const NAME_MAX_CHARS = 255;
-
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /** Why `name` is not a valid entry name, or undefined when it is. */
 export function nameProblem(name: string): string | undefined {
   if (name.length === 0) return 'is empty';
   if (name === '.' || name === '..') return 'is a relative directory reference';
   if (name.includes('/') || name.includes('\\')) return 'contains a path separator ("/" or "\\")';
-  if (CONTROL.test(name)) return 'contains a control character';
-  if (LONE_SURROGATE.test(name)) return 'contains an unpaired surrogate (not valid Unicode)';
+  const text = textProblem(name);
+  if (text) return text;
   if ([...name].length > NAME_MAX_CHARS) return `is longer than ${NAME_MAX_CHARS} characters`;
   return undefined;
 }

@@ -15,9 +15,9 @@ let admin: TestClient;
 let source: HttpSource;
 let sourceUrl: string;
 
-const CSV = 'list.name,list.metadata.dept,item.href,item.metadata.name,item.metadata.copies\r\nMonday,ops,/v1/services/store/repo/0b1c2d3e-0000-4000-8000-000000000001,Cover,2\r\n,,/doc/b,"Body, part 2",\r\n';
-const RLI = '; a comment\r\n[LIST]\r\nNAME="Reprints"\r\n[PROGRAM]\r\nNAME="Reprint"\r\n\r\n[DOCUMENT_1]\r\nHREF="/doc/a"\r\nNAME="A"\r\n[DOCUMENT_2]\r\nFILE=\\\\server\\share\\b.pdf\r\ncopies="3"\r\n';
-const JSON_LIST = { name: 'J', metadata: { a: { b: 1 }, c: [1, 'x'] }, embedded: { listItems: [{ href: '/doc/1', metadata: { k: 'v' } }, { href: '/doc/2' }] } };
+const CSV = 'list.name,list.metadata.dept,item.href,item.metadata.name,item.metadata.copies\r\nMonday,ops,/v1/services/store/repo/0b1c2d3e-0000-4000-8000-000000000001,Cover,2\r\n,,https://d.example/doc/b,"Body, part 2",\r\n';
+const RLI = '; a comment\r\n[LIST]\r\nNAME="Reprints"\r\n[PROGRAM]\r\nNAME="Reprint"\r\n\r\n[DOCUMENT_1]\r\nHREF="https://d.example/doc/a"\r\nNAME="A"\r\n[DOCUMENT_2]\r\nFILE=https://d.example/share/b.pdf\r\ncopies="3"\r\n';
+const JSON_LIST = { name: 'J', metadata: { a: { b: 1 }, c: [1, 'x'] }, embedded: { listItems: [{ href: 'https://d.example/doc/1', metadata: { k: 'v' } }, { href: 'https://d.example/doc/2' }] } };
 
 const post = (c: TestClient, body: string, type: string, path = '/v1/lists') => c.request('POST', path, { body, headers: { 'content-type': type } });
 const create = async (c: TestClient, json: unknown = JSON_LIST) => {
@@ -39,7 +39,7 @@ beforeAll(async () => {
   source = await serveFiles({
     '/list.csv': { type: 'application/octet-stream', body: CSV },
     '/list': { type: 'application/rli', body: RLI },
-    '/bad.csv': { type: 'text/csv', body: 'item.href,item.metadata.x\r\n/a,"open\r\n' },
+    '/bad.csv': { type: 'text/csv', body: 'item.href,item.metadata.x\r\nhttps://d.example/a,"open\r\n' },
     '/image': { type: 'image/png', body: 'x' },
   });
   sourceUrl = source.url;
@@ -107,7 +107,7 @@ describe('POST /lists', () => {
     const items = await alice.get(`/v1/lists/${c.body.lid}/items?embed=items`);
     expect(items.body.map((i: { href: string; metadata: unknown }) => [i.href, i.metadata])).toEqual([
       ['/v1/services/store/repo/0b1c2d3e-0000-4000-8000-000000000001', { name: 'Cover', copies: '2' }],
-      ['/doc/b', { name: 'Body, part 2' }],
+      ['https://d.example/doc/b', { name: 'Body, part 2' }],
     ]);
     const r = await post(alice, RLI, 'application/rli');
     expect(r.status).toBe(200);
@@ -141,26 +141,26 @@ describe('POST /lists', () => {
     const before = await count();
     const missing = await post(alice, 'item.metadata.name\r\nA\r\n', 'text/csv');
     expect([missing.status, missing.body.code, missing.body.details]).toEqual([400, 'INVALID_CSV', { row: 1, column: 'item.href' }]);
-    const quote = await post(alice, `item.href,item.metadata.name\r\n${'/ok,fine\r\n'.repeat(30)}/a,"bad"x\r\n`, 'text/csv');
+    const quote = await post(alice, `item.href,item.metadata.name\r\n${'https://d.example/ok,fine\r\n'.repeat(30)}https://d.example/a,"bad"x\r\n`, 'text/csv');
     expect([quote.status, quote.body.code]).toEqual([400, 'INVALID_CSV']);
     expect(quote.body.details).toMatchObject({ row: 32, column: 'item.metadata.name' });
-    const fields = await post(alice, 'item.href,item.metadata.name\r\n/a,b,c\r\n', 'text/csv');
+    const fields = await post(alice, 'item.href,item.metadata.name\r\nhttps://d.example/a,b,c\r\n', 'text/csv');
     expect([fields.status, fields.body.details.row]).toEqual([400, 2]);
-    const short = await post(alice, 'item.href,item.metadata.name\r\n/a,b\r\n/c\r\n', 'text/csv');
+    const short = await post(alice, 'item.href,item.metadata.name\r\nhttps://d.example/a,b\r\nhttps://d.example/c\r\n', 'text/csv');
     expect([short.status, short.body.code, short.body.details.row]).toEqual([400, 'INVALID_CSV', 3]);
-    const rlist = await post(alice, '[DOCUMENT_1]\r\nHREF="/a"\r\n[DOCUMENT_2]\r\nNAME="no href"\r\n', 'application/rli');
+    const rlist = await post(alice, '[DOCUMENT_1]\r\nHREF="https://d.example/a"\r\n[DOCUMENT_2]\r\nNAME="no href"\r\n', 'application/rli');
     expect([rlist.status, rlist.body.code, rlist.body.details]).toMatchObject([400, 'INVALID_RLIST', { section: 'DOCUMENT_2', key: 'HREF' }]);
-    const broken = await post(alice, '[DOCUMENT_1]\r\nHREF="/a"\r\n[DOCUMENT_2\r\nHREF="/b"\r\n', 'application/rli');
+    const broken = await post(alice, '[DOCUMENT_1]\r\nHREF="https://d.example/a"\r\n[DOCUMENT_2\r\nHREF="https://d.example/b"\r\n', 'application/rli');
     expect([broken.status, broken.body.code, broken.body.details.section]).toEqual([400, 'INVALID_RLIST', 'DOCUMENT_2']);
-    const json = await alice.post('/v1/lists', { embedded: { listItems: [{ href: '/a' }, { href: '' }] } });
+    const json = await alice.post('/v1/lists', { embedded: { listItems: [{ href: 'https://d.example/a' }, { href: '' }] } });
     expect([json.status, json.body.details.issues[0].path]).toEqual([400, 'body.embedded.listItems.1.href']);
     const deep = await post(alice, `{"metadata":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`, 'application/json');
     expect([deep.status, deep.body.code]).toEqual([400, 'JSON_TOO_DEEP']);
-    const jsonNul = await alice.post('/v1/lists', { embedded: { listItems: [{ href: '/a', metadata: { k: 'x\u0000y' } }] } });
+    const jsonNul = await alice.post('/v1/lists', { embedded: { listItems: [{ href: 'https://d.example/a', metadata: { k: 'x\u0000y' } }] } });
     expect([jsonNul.status, jsonNul.body.code]).toEqual([400, 'INVALID_CHARACTER']);
-    const nul = await post(alice, 'item.href\r\n/a\u0000b\r\n', 'text/csv');
+    const nul = await post(alice, 'item.href\r\nhttps://d.example/a\u0000b\r\n', 'text/csv');
     expect(nul.status).toBe(400);
-    const tooMany = await post(alice, `item.href\r\n${'/x\r\n'.repeat(51)}`, 'text/csv');
+    const tooMany = await post(alice, `item.href\r\n${'https://d.example/x\r\n'.repeat(51)}`, 'text/csv');
     expect([tooMany.status, tooMany.body.code, tooMany.body.details]).toEqual([413, 'LIST_TOO_LARGE', { maxItems: 50 }]);
     expect((await post(alice, CSV, 'text/csv; charset=latin1')).status).toBe(415);
     expect((await post(alice, CSV, 'image/png')).status).toBe(415);
@@ -173,9 +173,9 @@ describe('POST /lists', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const body = new ReadableStream<Uint8Array>({
       async start(controller) {
-        controller.enqueue(new TextEncoder().encode('item.href\r\n/a\r\n/b\r\n'));
+        controller.enqueue(new TextEncoder().encode('item.href\r\nhttps://d.example/a\r\nhttps://d.example/b\r\n'));
         await gate;
-        controller.enqueue(new TextEncoder().encode('/c\r\n'));
+        controller.enqueue(new TextEncoder().encode('https://d.example/c\r\n'));
         controller.close();
       },
     });
@@ -207,7 +207,7 @@ describe('GET /lists/{lid}: export by Accept', () => {
     expect(plain.body.embedded).toBeUndefined();
     const full = await alice.get(`/v1/lists/${lid}?embed=items,permissions`);
     expect(full.body.embedded.permissions).toEqual({ read: true, write: true, delete: true });
-    expect(full.body.embedded.listItems.map((i: { href: string; index: number }) => [i.index, i.href])).toEqual([[0, '/doc/1'], [1, '/doc/2']]);
+    expect(full.body.embedded.listItems.map((i: { href: string; index: number }) => [i.index, i.href])).toEqual([[0, 'https://d.example/doc/1'], [1, 'https://d.example/doc/2']]);
     const no = await alice.get(`/v1/lists/${lid}`, { headers: { accept: 'image/png' } });
     expect([no.status, no.body.code]).toEqual([406, 'NOT_ACCEPTABLE']);
     expect((await alice.get(`/v1/lists/${lid}?embed=metadata`)).status).toBe(400);
@@ -216,7 +216,7 @@ describe('GET /lists/{lid}: export by Accept', () => {
     expect(csv.body.split('\r\n')[0]).toBe('list.name,list.metadata.a.b,list.metadata.c,item.href,item.metadata.k');
     const rli = await alice.get(`/v1/lists/${lid}`, { headers: { accept: 'application/rli, text/csv;q=0.5' } });
     expect(rli.contentType).toMatch(/^application\/rli/);
-    expect(rli.raw.toString()).toContain('[DOCUMENT_2]\r\nHREF="/doc/2"');
+    expect(rli.raw.toString()).toContain('[DOCUMENT_2]\r\nHREF="https://d.example/doc/2"');
   });
 
   it('export then import gives back the same list, in all three formats', async () => {
@@ -247,10 +247,10 @@ describe('GET /lists/{lid}: export by Accept', () => {
       await bob.put(`/v1/lists/${lid}`, { metadata: {} }),
       await bob.patch(`/v1/lists/${lid}`, { metadata: { x: '1' } }),
       await bob.delete(`/v1/lists/${lid}`),
-      await bob.post(`/v1/lists/${lid}/items?href=/x`),
+      await bob.post(`/v1/lists/${lid}/items?href=https://d.example/x`),
     ]) {
       expect([res.status, res.body.code]).toEqual([404, 'LIST_NOT_FOUND']);
-      expect(JSON.stringify(res.body)).not.toContain('/doc/1');
+      expect(JSON.stringify(res.body)).not.toContain('https://d.example/doc/1');
     }
     expect((await alice.get(`/v1/lists/${lid}`)).body.count).toBe(2);
     expect((await admin.get(`/v1/lists/${lid}`)).status).toBe(200);
@@ -311,7 +311,7 @@ describe('items', () => {
     expect(Object.keys(refs.body[0]).sort()).toEqual(['href', 'id', 'index', 'links']);
     const full = await alice.get(`/v1/lists/${lid}/items?embed=items,permissions&sort=-index&limit=1`);
     expect(full.body).toHaveLength(1);
-    expect(full.body[0]).toMatchObject({ index: 1, href: '/doc/2', metadata: {}, embedded: { permissions: { read: true, write: true, delete: true } } });
+    expect(full.body[0]).toMatchObject({ index: 1, href: 'https://d.example/doc/2', metadata: {}, embedded: { permissions: { read: true, write: true, delete: true } } });
     expect((await alice.get(`/v1/lists/${lid}/items?k=v`)).body.map((i: { index: number }) => i.index)).toEqual([0]);
     expect((await alice.get(`/v1/lists/${lid}/items?offset=5`)).status).toBe(404);
     expect((await alice.get(`/v1/lists/${lid}/items?limit=501`)).status).toBe(400);
@@ -322,48 +322,48 @@ describe('items', () => {
     const byHref = await alice.post(`/v1/lists/${lid}/items?href=${encodeURIComponent('/v1/services/store/repo/0b1c2d3e-0000-4000-8000-000000000009')}`);
     expect(byHref.status).toBe(200);
     expect(byHref.body).toMatchObject({ index: 2, href: '/v1/services/store/repo/0b1c2d3e-0000-4000-8000-000000000009', metadata: {} });
-    const byBody = await alice.post(`/v1/lists/${lid}/items`, { href: '/doc/4', metadata: { n: 4 } });
-    expect(byBody.body).toMatchObject({ index: 3, href: '/doc/4', metadata: { n: 4 } });
-    const both = await alice.post(`/v1/lists/${lid}/items?href=/doc/5`, { href: '/doc/5' });
+    const byBody = await alice.post(`/v1/lists/${lid}/items`, { href: 'https://d.example/doc/4', metadata: { n: 4 } });
+    expect(byBody.body).toMatchObject({ index: 3, href: 'https://d.example/doc/4', metadata: { n: 4 } });
+    const both = await alice.post(`/v1/lists/${lid}/items?href=https://d.example/doc/5`, { href: 'https://d.example/doc/5' });
     expect([both.status, both.body.code]).toEqual([400, 'HREF_AND_BODY']);
     const neither = await alice.post(`/v1/lists/${lid}/items`);
     expect([neither.status, neither.body.code]).toEqual([400, 'BODY_REQUIRED']);
     expect((await alice.post(`/v1/lists/${lid}/items`, { metadata: {} })).status).toBe(400);
     expect((await alice.post(`/v1/lists/${lid}/items?href=`)).status).toBe(400);
-    expect((await alice.post(`/v1/lists/${randomUUID()}/items?href=/x`)).status).toBe(404);
-    expect((await reader.post(`/v1/lists/${lid}/items?href=/x`)).status).toBe(403);
+    expect((await alice.post(`/v1/lists/${randomUUID()}/items?href=https://d.example/x`)).status).toBe(404);
+    expect((await reader.post(`/v1/lists/${lid}/items?href=https://d.example/x`)).status).toBe(403);
     expect((await alice.get(`/v1/lists/${lid}`)).body.count).toBe(4);
   });
 
   it('GET, PUT, PATCH, DELETE by UUID; ids stay, indices stay consecutive, a deleted id is gone', async () => {
-    const { lid } = await create(alice, { embedded: { listItems: [0, 1, 2, 3].map((i) => ({ href: `/d/${i}`, metadata: { i, tag: { a: 'x' } } })) } });
+    const { lid } = await create(alice, { embedded: { listItems: [0, 1, 2, 3].map((i) => ({ href: `https://d.example/d/${i}`, metadata: { i, tag: { a: 'x' } } })) } });
     const items = (await alice.get(`/v1/lists/${lid}/items`)).body as { id: string; index: number }[];
     const [a, b, c, d] = items.map((i) => i.id);
-    expect((await alice.get(`/v1/lists/${lid}/items/${b}`)).body).toMatchObject({ id: b, index: 1, href: '/d/1', metadata: { i: 1 } });
+    expect((await alice.get(`/v1/lists/${lid}/items/${b}`)).body).toMatchObject({ id: b, index: 1, href: 'https://d.example/d/1', metadata: { i: 1 } });
     expect((await alice.get(`/v1/lists/${lid}/items/1`)).status).toBe(400);
     expect((await alice.get(`/v1/lists/${lid}/items/${randomUUID()}`)).body.code).toBe('ITEM_NOT_FOUND');
     expect((await bob.get(`/v1/lists/${lid}/items/${b}`)).body.code).toBe('LIST_NOT_FOUND');
 
-    const put = await alice.put(`/v1/lists/${lid}/items/${b}`, { href: '/new', metadata: { only: 1 }, id: 'ignored', index: 9 });
-    expect(put.body).toMatchObject({ id: b, index: 1, href: '/new', metadata: { only: 1 } });
+    const put = await alice.put(`/v1/lists/${lid}/items/${b}`, { href: 'https://d.example/new', metadata: { only: 1 }, id: 'ignored', index: 9 });
+    expect(put.body).toMatchObject({ id: b, index: 1, href: 'https://d.example/new', metadata: { only: 1 } });
     const keepHref = await alice.put(`/v1/lists/${lid}/items/${b}`, { metadata: { z: 1 } });
-    expect(keepHref.body).toMatchObject({ href: '/new', metadata: { z: 1 } });
-    expect((await alice.put(`/v1/lists/${lid}/items/${randomUUID()}`, { href: '/x' })).status).toBe(404);
+    expect(keepHref.body).toMatchObject({ href: 'https://d.example/new', metadata: { z: 1 } });
+    expect((await alice.put(`/v1/lists/${lid}/items/${randomUUID()}`, { href: 'https://d.example/x' })).status).toBe(404);
 
     const patch = await alice.patch(`/v1/lists/${lid}/items/${c}`, { metadata: { tag: { b: 'y' }, extra: true } });
-    expect(patch.body).toMatchObject({ href: '/d/2', metadata: { i: 2, tag: { a: 'x', b: 'y' }, extra: true } });
-    const onlyHref = await alice.patch(`/v1/lists/${lid}/items/${c}?href=/moved`);
-    expect(onlyHref.body).toMatchObject({ href: '/moved', metadata: { i: 2, tag: { a: 'x', b: 'y' }, extra: true } });
-    expect((await alice.patch(`/v1/lists/${lid}/items/${c}?href=/x`, { metadata: {} })).body.code).toBe('HREF_AND_BODY');
+    expect(patch.body).toMatchObject({ href: 'https://d.example/d/2', metadata: { i: 2, tag: { a: 'x', b: 'y' }, extra: true } });
+    const onlyHref = await alice.patch(`/v1/lists/${lid}/items/${c}?href=https://d.example/moved`);
+    expect(onlyHref.body).toMatchObject({ href: 'https://d.example/moved', metadata: { i: 2, tag: { a: 'x', b: 'y' }, extra: true } });
+    expect((await alice.patch(`/v1/lists/${lid}/items/${c}?href=https://d.example/x`, { metadata: {} })).body.code).toBe('HREF_AND_BODY');
     expect((await alice.patch(`/v1/lists/${lid}/items/${c}`)).status).toBe(400);
-    expect((await reader.patch(`/v1/lists/${lid}/items/${c}?href=/x`)).status).toBe(403);
+    expect((await reader.patch(`/v1/lists/${lid}/items/${c}?href=https://d.example/x`)).status).toBe(403);
 
     expect((await alice.delete(`/v1/lists/${lid}/items/${b}`)).status).toBe(204);
     expect((await alice.delete(`/v1/lists/${lid}/items/${b}`)).status).toBe(404);
     expect((await alice.get(`/v1/lists/${lid}/items/${b}`)).status).toBe(404);
     const after = (await alice.get(`/v1/lists/${lid}/items`)).body.map((i: { id: string; index: number }) => [i.id, i.index]);
     expect(after).toEqual([[a, 0], [c, 1], [d, 2]]);
-    const appended = await alice.post(`/v1/lists/${lid}/items?href=/e`);
+    const appended = await alice.post(`/v1/lists/${lid}/items?href=https://d.example/e`);
     expect(appended.body.index).toBe(3);
     expect([a, b, c, d]).not.toContain(appended.body.id);
     expect((await bob.delete(`/v1/lists/${lid}/items/${a}`)).status).toBe(404);

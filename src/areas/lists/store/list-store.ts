@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../../errors/app-error.js';
+import { assertValidText, DISPLAY_NAME_MAX } from '../../../errors/input-errors.js';
 import { throwSqlError } from '../../../errors/sql-errors.js';
 import { fieldMap } from '../../../query/fields.js';
 import type { ListQuery } from '../../../query/tree.js';
@@ -93,7 +94,18 @@ const ITEM_COLS = 'id, lid, position, href, doc_sid, doc_uuid, metadata, created
 
 // ---------------------------------------------------------------- lists
 
+/**
+ * The name rule of every list, checked where a name is written (a JSON body,
+ * a CSV `list.name`, an RList or JSON import alike): at most 1,024
+ * characters, as task names, and the shared text rule (errors/input-errors.ts).
+ * An empty name is allowed (formats round-trip it).
+ */
+function checkName(name: string | null | undefined): void {
+  if (name) assertValidText(name, 'the list name', DISPLAY_NAME_MAX);
+}
+
 export async function createList(sql: Sql, list: NewList): Promise<ListRow> {
+  checkName(list.name);
   const { rows } = await sql.query<ListRow>(
     `INSERT INTO lists (lid, kind, tid, name, metadata, creator, owner) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${LIST_COLS}`,
     [list.lid ?? randomUUID(), list.kind, list.tid ?? null, list.name ?? null, JSON.stringify(list.metadata ?? {}), list.creator ?? null, list.owner ?? null],
@@ -140,6 +152,7 @@ export async function listUserLists(sql: Sql, scope: { ownedBy?: readonly string
 
 /** Replaces name (when given) and metadata; undefined when the list is gone. */
 export async function replaceList(sql: Sql, lid: string, change: ListChange): Promise<ListRow | undefined> {
+  checkName(change.name);
   const { rows } = await sql.query<ListRow>(
     `UPDATE lists SET metadata = $2, name = CASE WHEN $3::boolean THEN $4 ELSE name END, modified = now()
      WHERE lid = $1 RETURNING ${LIST_COLS}`,

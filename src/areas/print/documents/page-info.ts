@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { PDFDocument } from 'pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFName, PDFRef } from 'pdf-lib';
 
 /** One page's size in points (1/72 inch) and millimetres, as the page shows it (rotation applied). */
 export interface PageSize {
@@ -55,6 +55,9 @@ export async function pageInfo(file: string | Buffer): Promise<PageInfo> {
   try {
     // encrypted PDFs still tell their page tree
     const doc = await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false });
+    // pdf-lib walks the page tree recursively: a tree that loops back would overflow the stack
+    const treeProblem = pageTreeProblem(doc);
+    if (treeProblem) return { pages: null, sizes: [], reason: `the PDF's page tree ${treeProblem}` };
     // the page tree is read lazily: a broken one fails here, not in load
     const sizes = doc.getPages().map((p, i): PageSize => {
       const rotation = ((p.getRotation().angle % 360) + 360) % 360;
@@ -64,6 +67,35 @@ export async function pageInfo(file: string | Buffer): Promise<PageInfo> {
     });
     return { pages: sizes.length, sizes };
   } catch (err) {
+    // a stack overflow is about the file, not the server: say so in the file's terms
+    if (err instanceof RangeError) return { pages: null, sizes: [], reason: 'the PDF is nested too deeply to read (its page tree or objects)' };
     return { pages: null, sizes: [], reason: `the PDF does not parse (${(err as Error).message.slice(0, 200)})` };
   }
+}
+
+/** Page tree nodes walked at most, so a hostile tree costs bounded time. */
+const MAX_TREE_NODES = 1_000_000;
+
+/**
+ * Why the page tree cannot be read as a tree, or undefined: a node reached
+ * twice (a loop, `/Kids [2 0 R]` inside object 2, or a node with two
+ * parents). Iterative, so the check itself cannot overflow.
+ */
+function pageTreeProblem(doc: PDFDocument): string | undefined {
+  const seen = new Set<string>();
+  const stack: unknown[] = [doc.catalog.get(PDFName.of('Pages'))];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node instanceof PDFRef) {
+      const key = `${node.objectNumber} ${node.generationNumber}`;
+      if (seen.has(key)) return `is circular: object ${key} R is reached twice`;
+      if (seen.size >= MAX_TREE_NODES) return `has more than ${MAX_TREE_NODES} nodes`;
+      seen.add(key);
+    }
+    const dict = node instanceof PDFRef ? doc.context.lookup(node) : node;
+    if (!(dict instanceof PDFDict)) continue;
+    const kids = dict.lookup(PDFName.of('Kids'));
+    if (kids instanceof PDFArray) for (let i = 0; i < kids.size(); i++) stack.push(kids.get(i));
+  }
+  return undefined;
 }

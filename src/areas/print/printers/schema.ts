@@ -1,11 +1,16 @@
 import { z } from 'zod';
+import { textProblem } from '../../../errors/input-errors.js';
 
-/** Printer names: any Unicode except control characters, 1-200 characters. */
+/** Printer names: 1-200 characters of the shared text rule (errors/input-errors.ts: no control character, C1 included, no unpaired surrogate). */
 export const printerName = z.string().min(1).max(200)
-  // eslint-disable-next-line no-control-regex -- control characters are what a name must not hold
-  .refine((n) => !/[\u0000-\u001f\u007f]/.test(n), 'a printer name holds no control characters')
+  .superRefine((n, ctx) => {
+    const problem = textProblem(n);
+    if (problem) ctx.addIssue({ code: 'custom', message: `a printer name ${problem}` });
+  })
   // URLs resolve '.' and '..' segments (also as %2E), so such a name could never be addressed in a path
-  .refine((n) => n !== '.' && n !== '..', 'a printer name is not "." or ".."');
+  .refine((n) => n !== '.' && n !== '..', 'a printer name is not "." or ".."')
+  // GET /v3/printers/metadata is the field list (spec); routes match without case, so no spelling of it can name a printer
+  .refine((n) => n.toLowerCase() !== 'metadata', 'a printer name is not "metadata" (in any case): /v3/printers/metadata is the printers\' field list');
 
 const text = (max: number) => z.string().max(max).nullable().optional();
 

@@ -24,7 +24,7 @@ export interface CopyChunk {
  * (a CSV body read by the CSV import thread, csv-thread.ts): a store with
  * COPY reads `copyChunks` instead of the items, and only moves bytes. Either
  * the items or the chunks are read, once. `checkHrefs` applies `checkHref`
- * (doc-href.ts) to every row, as `checkedItems` of the tasks does.
+ * (doc-href.ts) to every row, as `checkedItems` (checked-items.ts) does.
  */
 export interface CopyEncodable {
   copyChunks(target: CopyTarget, opts?: { checkHrefs?: boolean }): AsyncIterable<CopyChunk>;
