@@ -181,6 +181,14 @@ const STEPS: Step[] = [
       ...(f.durable ? [context('csv', 'vs durable floor (COPY, primary key only)', `${n0(f.service.rowsPerSecond)} rows/s`, `${n0(f.durable.rowsPerSecond)} rows/s durable`, f.service.rowsPerSecond / f.durable.rowsPerSecond)] : []),
     ],
   },
+  {
+    name: 'hotfolder', file: 'hotfolder.ts', reduced: ['--files', '2000'],
+    // absolute targets (issue 21): files per second and the drop-to-stored p99; cp of the same files as context
+    rows: (f) => [
+      judged('hotfolder', `${f.files} files of ${f.kib} KiB${f.task ? ' + started task' : ''}: files/s`, `${n0(f.service.filesPerSecond)} files/s`, `${n0(f.floor.filesPerSecond)} files/s cp`, f.service.filesPerSecond, 500),
+      judged('hotfolder', 'drop-to-stored p99', `${fmt(f.service.p99, 2)} s`, '–', f.service.p99, 3, true, ' s'),
+    ],
+  },
   // the helper benchmarks: no floor, no target; older ones print text only
   {
     name: 'print-dispatch-sql', file: 'print-dispatch-sql.ts', textOnly: true, reduced: ['--jobs', '4000', '--rounds', '2'], fixed: ['--batch', '20'],
