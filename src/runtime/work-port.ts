@@ -1,11 +1,9 @@
 import { systemPrincipal } from '../auth/principal.js';
+import { entryHref } from '../connectors/facets/repository.js';
 import type { WorkPort } from '../connectors/ports.js';
 import { AppError } from '../errors/app-error.js';
 import { LIST_FORMATS } from '../formats/index.js';
 import type { Services } from './services.js';
-
-/** The href a task item names a repository document by. */
-export const documentHref = (sid: string, uuid: string) => `/v1/services/${encodeURIComponent(sid)}/repo/${uuid}`;
 
 /**
  * The intakes' `WorkPort` over the runtime's services: the same operations,
@@ -16,7 +14,7 @@ export function workPort(s: Pick<Services, 'repository' | 'tasks' | 'taskLists' 
   return {
     async storeDocument(doc) {
       const entry = await s.repository.ingest(systemPrincipal(doc.creator), doc);
-      return { uuid: entry.uuid, name: entry.name, href: documentHref(doc.service, entry.uuid) };
+      return { uuid: entry.uuid, name: entry.name, href: entryHref(entry) };
     },
 
     async removeDocument(service, uuid) {
@@ -26,12 +24,18 @@ export function workPort(s: Pick<Services, 'repository' | 'tasks' | 'taskLists' 
     async createTask(task) {
       const p = systemPrincipal(task.creator);
       if (await exists(() => s.tasks.get(p, task.service, task.tid))) return false;
-      if (task.list) {
-        const format = LIST_FORMATS.find((f) => f.name === task.list!.format)!;
-        await s.taskLists.createFromList(p, task.service, format, task.list.body, task.owner, { tid: task.tid, name: task.name, metadata: task.metadata });
-      } else {
-        const listItems = (task.items ?? []).map((i) => ({ href: i.href, metadata: i.metadata ?? {} }));
-        await s.taskLists.create(p, task.service, { name: task.name, metadata: task.metadata, lists: { input: { metadata: {}, embedded: { listItems } } } }, task.owner, task.tid);
+      try {
+        if (task.list) {
+          const format = LIST_FORMATS.find((f) => f.name === task.list!.format)!;
+          await s.taskLists.createFromList(p, task.service, format, task.list.body, task.owner, { tid: task.tid, name: task.name, metadata: task.metadata });
+        } else {
+          const listItems = (task.items ?? []).map((i) => ({ href: i.href, metadata: i.metadata ?? {} }));
+          await s.taskLists.create(p, task.service, { name: task.name, metadata: task.metadata, lists: { input: { metadata: {}, embedded: { listItems } } } }, task.owner, task.tid);
+        }
+      } catch (err) {
+        // made meanwhile under the same tid (another taker of the same claim): it is this task, not a refusal
+        if (err instanceof AppError && err.code === 'ALREADY_EXISTS' && await exists(() => s.tasks.get(p, task.service, task.tid))) return false;
+        throw err;
       }
       return true;
     },

@@ -1,4 +1,5 @@
 import { Transform, pipeline } from 'node:stream';
+import { entryHref } from '../../connectors/facets/repository.js';
 import { AppError } from '../../errors/app-error.js';
 import { describeFetchError } from '../../net/fetch-errors.js';
 import { displayUrl, safeFetch } from '../../net/safe-fetch.js';
@@ -29,8 +30,6 @@ export interface RunnerDeps {
 const nameExists = (name: string) => new AppError('NAME_EXISTS', `"${name}" already exists in the target collection`);
 /** Reports a command's progress (see `CommandRunner.progress`). */
 type Report = (done: number, total: number | null, final?: boolean) => Promise<void>;
-
-const hrefOf = (e: EntryRow) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
 
 /**
  * Runs one repository command in a worker. Every step is idempotent (entries a
@@ -110,7 +109,7 @@ export class CommandRunner {
         }
         await report(done, tree.length, true);
         const copy = await this.entry(cmd.sid, ids.get(source.uuid)!);
-        return { uuid: copy.uuid, href: hrefOf(copy), entries: tree.length };
+        return { uuid: copy.uuid, href: entryHref(copy), entries: tree.length };
       }
       case 'move': {
         const p = cmd.parameters as CommandParams<'move'>;
@@ -137,7 +136,7 @@ export class CommandRunner {
         }
         await report(1, 1, true);
         const moved = await this.entry(cmd.sid, source.uuid);
-        return { uuid: moved.uuid, href: hrefOf(moved) };
+        return { uuid: moved.uuid, href: entryHref(moved) };
       }
       case 'delete': {
         const p = cmd.parameters as CommandParams<'delete'>;
@@ -154,7 +153,7 @@ export class CommandRunner {
         const outcome = await makePreview({ db: this.d.db, blobs: this.d.blobs, sizes: this.d.previews }, backend, source);
         if (outcome === 'unsupported') throw new AppError('PREVIEW_UNSUPPORTED', `no preview can be made for ${source.mime_type ?? 'this content'}`);
         if (outcome === 'stale') throw new AppError('NOTHING_TO_PREVIEW', 'the document has no content to preview');
-        return { uuid: source.uuid, href: `${hrefOf(source)}/preview` };
+        return { uuid: source.uuid, href: `${entryHref(source)}/preview` };
       }
       default:
         throw new AppError('UNKNOWN_COMMAND', `unknown command ${cmd.command}`);
@@ -175,7 +174,7 @@ export class CommandRunner {
     const uuid = entries.derivedUuid(`${cmd.cid}:import`);
     const earlier = await entries.getEntry(this.d.db, cmd.sid, uuid);
     // a crash after the content was stored but before success was recorded: done already
-    if (earlier?.sha256) return { uuid, href: hrefOf(earlier), size: earlier.size, sha256: earlier.sha256 };
+    if (earlier?.sha256) return { uuid, href: entryHref(earlier), size: earlier.size, sha256: earlier.sha256 };
     try {
       const name = targetName('import', p)!;
       const target = p.target ? await this.entry(cmd.sid, p.target) : await this.d.repo.root(cmd.sid);
@@ -220,7 +219,7 @@ export class CommandRunner {
         const updated = await entries.setContent(this.d.db, cmd.sid, uuid, { size: written.size, mimeType, sha256: written.sha256, version: written.sha256 });
         await report(written.size, written.size, true);
         await this.d.repo.requestPreview(updated).catch((err: unknown) => this.d.log.warn({ err, uuid }, 'import: preview not queued; the reconciler will'));
-        return { uuid, href: hrefOf(updated), size: written.size, sha256: written.sha256 };
+        return { uuid, href: entryHref(updated), size: written.size, sha256: written.sha256 };
       } finally {
         meter.destroy(); // no-op after a complete write; on an early exit it frees the connection through pipeline
       }

@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import type { Principal } from '../../auth/principal.js';
 import type { BlobStore } from '../../blobs/blob-store.js';
+import { entryHref } from '../../connectors/facets/repository.js';
 import type { EntryRow } from './entry.js';
 import type { RepositoryService } from './repository-service.js';
 import type { EntryEmbed } from './schema.js';
 
-export const entryHref = (e: Pick<EntryRow, 'sid' | 'uuid'>) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
+export { entryHref };
 
 /** Material icon names by kind, for `embedded.content-type.icon`. */
 function iconOf(e: EntryRow): { font: string; value: string } {
@@ -43,7 +44,7 @@ function build(
 ): Record<string, unknown> {
   const href = entryHref(e);
   const links: Record<string, { href: string }> = { self: { href } };
-  if (e.parent) links.parent = { href: `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.parent}` };
+  if (e.parent) links.parent = { href: entryHref({ sid: e.sid, uuid: e.parent }) };
   if (e.type === 'collection') links.children = { href: `${href}/children` };
   if (e.type === 'document') {
     links.content = { href: `${href}/content` };

@@ -4,6 +4,7 @@ import { SHARED, type Policy, type Target } from '../../auth/policy.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Connector, RepositoryFacet } from '../../connectors/connector.js';
 import { ContentChangedError, type IntakeDocument } from '../../connectors/ports.js';
+import { entryHref } from '../../connectors/facets/repository.js';
 import type { ConnectorRegistry } from '../../connectors/registry.js';
 import { AppError, methodNotAllowed } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
@@ -129,7 +130,7 @@ export class RepositoryService {
    * refresh).
    */
   readRefusal(p: Principal, doc: { sid: string; uuid: string }, entry: EntryOwners | null): AppError | undefined {
-    const href = `/v1/services/${encodeURIComponent(doc.sid)}/repo/${doc.uuid}`;
+    const href = entryHref(doc);
     const details = { sid: doc.sid, uuid: doc.uuid, href };
     if (!entry) return new AppError('ENTRY_NOT_FOUND', `document ${href} not found`, details);
     if (this.policy.may(p, 'documents', 'read', target(entry))) return undefined;
@@ -235,7 +236,10 @@ export class RepositoryService {
       this.intakeCollections.set(key, parent);
       const name = n === 1 ? doc.name : numberedName(doc.name, n <= 99 ? String(n) : doc.uuid.slice(0, 8));
       try {
-        entry = await this.create(p, sid, parent, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid);
+        // `create` inserts nothing when the uuid exists already (another taker of the same claim got
+        // there first): that entry is this document
+        const made: EntryRow | undefined = await this.create(p, sid, parent, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid);
+        entry = made ?? await store.getEntry(this.db, sid, doc.uuid);
       } catch (err) {
         if (err instanceof AppError && err.code === 'ENTRY_NOT_FOUND' && !fresh) {
           this.intakeCollections.delete(key);

@@ -41,6 +41,9 @@ export interface EntryRow {
  * C1 0x80-0x9f) and no lone surrogate (it could not be stored as UTF-8): the
  * shared text rule, `textProblem` in errors/input-errors.ts.
  */
+/** The API path of a repository entry (what a task or list item names a document by). */
+export const entryHref = (e: { sid: string; uuid: string }) => `/v1/services/${encodeURIComponent(e.sid)}/repo/${e.uuid}`;
+
 export const NAME_MAX_CHARS = 255;
 
 /** Why `name` is not a valid entry name, or undefined when it is. */

@@ -88,12 +88,16 @@ export class FolderWatch {
     clearInterval(this.rescanTimer);
     clearInterval(this.tickTimer);
     this.queue.length = 0;
+    await this.closeWatchers();
+    await this.ticking;
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async closeWatchers(): Promise<void> {
     await this.watcher?.close().catch(() => {});
     this.watcher = undefined;
     this.native?.close();
     this.native = undefined;
-    await this.ticking;
-    await Promise.allSettled([...this.inFlight]);
   }
 
   private get stopping(): boolean {
@@ -115,11 +119,14 @@ export class FolderWatch {
     if (this.lastProblem) this.c.ports.log.info({ folder: dir }, 'hot folder usable again');
     this.lastProblem = undefined;
     await this.report({ ok: true, at: new Date().toISOString() });
-    // what a crash left half-done goes first, each under its file's name
+    // what a crash left half-done goes first, each under its file's name (unless being taken now:
+    // a folder prepared again after it went away keeps what it had in hand)
     for (const claim of await this.c.ports.claims.unfinished(dir)) {
+      if (this.pending.get(claim.name)?.busy) continue;
       this.pending.set(claim.name, { since: 0, due: Infinity, busy: true, failures: 0 });
       this.submit(claim.name, () => resumeClaim(this.c, claim));
     }
+    await this.closeWatchers(); // prepared again (the folder went away and came back): one watcher, not two
     const onError = (err: unknown) => this.c.ports.log.warn({ err, folder: dir }, 'hot folder watcher error; the rescan covers what it missed');
     if (this.o.usePolling) {
       // network shares: chokidar's polling (no native events reach a client of a share)

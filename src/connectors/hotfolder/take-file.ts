@@ -7,6 +7,7 @@ import { AppError } from '../../errors/app-error.js';
 import { fill, type PlaceholderValues } from '../intake-files/placeholders.js';
 import { DONE_DIR, moveInto, moveToError, removeSource, type FailureReason } from '../intake-files/folder-moves.js';
 import { mediaTypeOfName } from '../intake-files/media-types.js';
+import { entryHref } from '../facets/repository.js';
 import { LeaseLostError } from '../lifecycle/lease.js';
 import { ContentChangedError, type IntakeClaim, type IntakePorts } from '../ports.js';
 import type { FolderOptions } from './options.js';
@@ -82,16 +83,16 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
     if (st.size === 0) return await fail(c, name, undefined, new FileRefused('EMPTY_FILE', 'the file is empty (0 bytes)'));
     const sha256 = await hashOf(fh);
     if (!sameFile(await fh.stat(), seen)) return { outcome: 'changed' };
-    const first = await c.ports.claims.claim({
+    // the ids its document and task will have are fixed here, with the claim
+    const claimIt = () => c.ports.claims.claim({
       source: c.dir, name, size: seen.size, mtimeMs: seen.mtimeMs, ino: seen.ino, sha256, docUuid: randomUUID(), tid: c.folder.task ? randomUUID() : null,
     });
+    const first = await claimIt();
     let { claim } = first;
     if (!first.fresh && (claim.ino !== seen.ino || claim.sha256 !== sha256 || claim.size !== seen.size)) {
       // an unfinished claim of an earlier file at this name (replaced while the intake was down): settle it first
       await settleReplaced(c, claim);
-      ({ claim } = await c.ports.claims.claim({
-        source: c.dir, name, size: seen.size, mtimeMs: seen.mtimeMs, ino: seen.ino, sha256, docUuid: randomUUID(), tid: c.folder.task ? randomUUID() : null,
-      }));
+      ({ claim } = await claimIt());
     }
     return await finishClaim(c, claim, fh);
   } catch (err) {
@@ -135,16 +136,13 @@ export async function resumeClaim(c: TakeContext, claim: IntakeClaim): Promise<T
  */
 async function settleReplaced(c: TakeContext, claim: IntakeClaim): Promise<void> {
   if (claim.state === 'stored' && claim.docUuid) {
-    await runTask(c, claim, { uuid: claim.docUuid, href: hrefOf(c, claim.docUuid) });
+    await runTask(c, claim, { uuid: claim.docUuid, href: entryHref({ sid: c.folder.store.service, uuid: claim.docUuid }) });
     await c.ports.claims.finish(claim.id, 'done', { note: 'the source was gone at resume (moved before a restart)' });
     return;
   }
   if (claim.docUuid) await c.ports.work.removeDocument(c.folder.store.service, claim.docUuid);
   await c.ports.claims.release(claim.id);
 }
-
-/** The href a task item names a stored document by. */
-const hrefOf = (c: TakeContext, uuid: string) => `/v1/services/${encodeURIComponent(c.folder.store.service)}/repo/${uuid}`;
 
 async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle): Promise<TakeResult> {
   const { ports, folder } = c;
