@@ -9,6 +9,7 @@ import { printersArea } from './print/printers/index.js';
 import { flowsArea } from './print/flows/index.js';
 import { printConfigArea } from './print/config/index.js';
 import { statisticsArea } from './print/statistics/index.js';
+import { eventsArea } from './events/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before
@@ -18,4 +19,6 @@ export const AREAS: readonly Area[] = [
   servicesArea, commandsArea, repositoryArea, tasksArea, listsArea,
   // the print API (`/v3`)
   printJobsArea, printersArea, flowsArea, printConfigArea, statisticsArea,
+  // GET /v1/events
+  eventsArea,
 ];

@@ -190,6 +190,19 @@ export const configSchema = z.strictObject({
       deny: z.array(addressRuleSchema).default([]),
     }).prefault({}),
   }).prefault({}),
+  /** The event stream `GET /v1/events` (docs/design/events.md). */
+  events: z.strictObject({
+    /** Heartbeat (an SSE comment line) this often on every open stream. */
+    heartbeatMs: z.coerce.number().int().min(100).max(300_000).default(15_000),
+    /** The reconnection delay the stream suggests to clients (`retry:`). */
+    retryMs: z.coerce.number().int().min(0).max(600_000).default(2000),
+    /** How long events are kept for `Last-Event-ID` resumes (Redis stream and PostgreSQL); at least five minutes. */
+    retentionSec: z.coerce.number().int().min(300).max(30 * 86_400).default(900),
+    /** Unsent bytes a client may have before its stream is cut (it does not read). */
+    clientBufferBytes: z.coerce.number().int().min(1024).max(1 << 30).default(1 << 20),
+    /** Live events held for one client while its backlog is written; more and it is cut. */
+    maxPending: z.coerce.number().int().min(10).max(10_000_000).default(10_000),
+  }).prefault({}),
   services: z.record(sidSchema, serviceSchema),
 });
 

@@ -56,6 +56,7 @@ export const WORKFLOW_STATUSES = {
   INVALID_STATE: 409,
   INVALID_TEXT: 400,
   INVALID_UUID: 400,
+  INVALID_LAST_EVENT_ID: 400,
   ITEM_NOT_FOUND: 404,
   // DELETE of a print job its printer is receiving (print API): cancel it or wait for the outcome
   JOB_IN_DELIVERY: 409,

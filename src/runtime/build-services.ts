@@ -25,6 +25,9 @@ import { OutboxRelay } from '../outbox/relay.js';
 import { openDatabase } from '../storage/open-database.js';
 import type { Services } from './services.js';
 import { confinementRules, PrintConfinement } from '../connectors/print-backends/confinement.js';
+import { createEventStream } from '../queue/event-stream.js';
+import { EventHub } from '../events/event-hub.js';
+import { EventPublisher } from '../events/publisher.js';
 
 /** `http://host:port`, with IPv6 literals bracketed. */
 export function httpOrigin(host: string, port: number): string {
@@ -85,7 +88,13 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     // the confinement rule for every print backend, knowing this service's own endpoints (the API at the port it listens on)
     const printConfinement = new PrintConfinement(confinementRules(config, port));
     const print = { config, log, db, blobs, outbox, policy, printConfinement };
+    // the event stream: one publisher's stream connection and one hub's (the hub reads only where the API serves)
+    const eventLog = log.child({ component: 'events' });
+    const streamOpts = { url: config.redis.url, prefix: config.redis.prefix, log: eventLog };
+    const eventPublisher = new EventPublisher(db, createEventStream(streamOpts), eventLog, { retentionSec: config.events.retentionSec });
+    const events = new EventHub(db, () => createEventStream(streamOpts), policy, eventLog, { maxPending: config.events.maxPending });
     return {
+      events, eventPublisher,
       config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists, printConfinement,
       printJobs: new PrintJobService(print), printers: new PrinterService(print), printFlows: new FlowService(print),
       printConfig: new PrintConfigService(print), printStatistics: new PrintStatisticsService(print),

@@ -85,8 +85,13 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
   // relays only share the rows (see relay.ts). Redis down does not block this.
   try {
     await s.relay.start();
+    // every role publishes events (one at a time); an API reads the stream for its clients
+    await s.eventPublisher.start();
+    if (server) await s.events.start();
   } catch (err) {
     server?.close();
+    await s.events.stop().catch(() => {});
+    await s.eventPublisher.stop().catch(() => {});
     await s.queue.close().catch(() => {});
     await s.db.close().catch(() => {});
     throw err;
@@ -127,6 +132,8 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
         clearInterval(idle);
       }
       await workerSide?.stop();
+      await s.events.stop();
+      await s.eventPublisher.stop();
       await s.relay.stop();
       s.metrics.stop();
       await s.queue.close();

@@ -23,6 +23,8 @@ import type { JobQueue } from '../queue/job-queue.js';
 import type { Outbox } from '../outbox/outbox.js';
 import type { OutboxRelay } from '../outbox/relay.js';
 import type { Database } from '../storage/driver/database.js';
+import type { EventHub } from '../events/event-hub.js';
+import type { EventPublisher } from '../events/publisher.js';
 
 /** Everything the API and the workers share; built once per process by `buildServices`. */
 export interface Services {
@@ -59,4 +61,8 @@ export interface Services {
   printStatistics: PrintStatisticsService;
   /** Where printers may connect (`print.confinement` and this service's own endpoints); every print backend is built with it. */
   printConfinement: PrintConfinement;
+  /** This process's fan-out of the event stream to its `GET /v1/events` clients (started by an API role). */
+  events: EventHub;
+  /** Moves committed events into the Redis stream; started by every role, one publishing at a time. */
+  eventPublisher: EventPublisher;
 }
