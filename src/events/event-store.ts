@@ -61,9 +61,15 @@ export async function oldestRetainedSeq(sql: Sql, retentionSec: number): Promise
   return rows[0]!.m === null ? undefined : Number(rows[0]!.m);
 }
 
-/** Housekeeping: published events older than `retentionSec`. Unpublished ones wait for Redis, however old. */
+/**
+ * Housekeeping: published events older than `retentionSec`. Unpublished ones
+ * wait for Redis, however old. The newest published event always stays: it
+ * is the high-water mark the next seq follows when Redis lost the stream too,
+ * so seqs never start again below ids that clients hold.
+ */
 export async function deleteOldEvents(sql: Sql, retentionSec: number): Promise<number> {
   const { rowCount } = await sql.query(
-    `DELETE FROM events WHERE seq IS NOT NULL AND created < now() - make_interval(secs => $1)`, [retentionSec]);
+    `DELETE FROM events WHERE seq IS NOT NULL AND created < now() - make_interval(secs => $1)
+       AND seq < (SELECT max(seq) FROM events)`, [retentionSec]);
   return rowCount;
 }

@@ -49,10 +49,12 @@ export function eventRoutes(s: Services): Router {
     }
     const after = lastEventId(ctx, q);
     const types = typesParam(q);
+    // Koa's default status is 404 until a body is set; the stream's head is written by better-sse
+    ctx.status = 200;
     ctx.respond = false;
     const { req, res } = ctx;
     const session = new Session(req, res, {
-      keepAlive: cfg.heartbeatMs, retry: cfg.retryMs, trustClientEventId: false,
+      statusCode: 200, keepAlive: cfg.heartbeatMs, retry: cfg.retryMs, trustClientEventId: false,
       // payloads are JSON already, written once for every client
       serializer: (data) => data as string,
       headers: { 'x-accel-buffering': 'no' },
