@@ -31,6 +31,14 @@ interface Subscription {
 const PAGE = 500;
 
 /**
+ * Bytes written to clients before the hub yields to the event loop: a burst
+ * is handed out in slices so that sockets drain between them, and a client's
+ * unsent bytes measure its reading, not the size of the burst.
+ */
+const SLICE_BYTES = 64 * 1024;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
  * One per API process: reads the Redis stream (XREAD BLOCK on a connection
  * of its own) and hands every event to the subscribers that may see it.
  * Resumes (`Last-Event-ID`) read the stream, or PostgreSQL where the stream
@@ -96,6 +104,7 @@ export class EventHub {
       sink.lost(this.last, 'the events after this id could not be read');
       sub.sent = Math.max(sub.sent, this.last);
     }
+    // the held events go out in one synchronous pass (nothing else is delivered to this subscriber meanwhile)
     const held = sub.pending ?? [];
     sub.pending = undefined;
     for (const e of held) if (!this.deliver(sub, e)) break;
@@ -119,7 +128,14 @@ export class EventHub {
         sub.sent = Math.max(sub.sent, head);
         return;
       }
-      for (const e of page) if (!this.deliver(sub, e)) return;
+      let bytes = 0;
+      for (const e of page) {
+        if (!this.deliver(sub, e)) return;
+        if ((bytes += e.payload.length) > SLICE_BYTES) {
+          bytes = 0;
+          await nextTurn();
+        }
+      }
       cursor = page.at(-1)!.seq;
     }
   }
@@ -174,11 +190,16 @@ export class EventHub {
           this.log.info({ head: this.last }, 'events: reading the stream again');
         }
         failures = 0;
+        let bytes = 0;
         for (const x of entries) {
           const e = decodeEvent(x.seq, x.data);
           if (!e || e.seq <= this.last) continue;
           if (e.seq > this.last + 1) await this.fromDatabase(e.seq); // the stream lost these (Redis restarted)
           this.dispatch(e);
+          if ((bytes += x.data.length * Math.max(1, this.subs.size)) > SLICE_BYTES) {
+            bytes = 0;
+            await nextTurn();
+          }
         }
       } catch (err) {
         if (this.stopped) return;

@@ -1,5 +1,5 @@
 import type { Area } from '../config/schema.js';
-import { Policy, SHARED } from '../auth/policy.js';
+import { SHARED, type Policy } from '../auth/policy.js';
 import type { Principal } from '../auth/principal.js';
 import type { StreamEvent } from './event.js';
 

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from '../logging/logger.js';
-import { outageLogger, within } from './redis-connection.js';
+import { connectedWithin, outageLogger, within } from './redis-connection.js';
 
 /** One event in the Redis stream: its position (`seq`, the stream id `<seq>-0`) and its JSON. */
 export interface StreamEntry {
@@ -58,19 +58,24 @@ export function createEventStream(opts: { url: string; prefix: string; log: Logg
     return conn;
   };
   const cmd = connect('events');
+  // no offline queue: a command waits a moment for a connection that is coming up, then fails
+  const up = (conn: Redis) => (conn.status === 'ready' ? undefined : connectedWithin(conn, 5000));
   // only a process that reads (an API's hub) opens the blocking connection
   let reader: Redis | undefined;
   let closed = false;
   return {
     async top() {
+      await up(cmd);
       const raw = (await cmd.xrevrange(key, '+', '-', 'COUNT', 1)) as RawEntry[];
       return raw.length > 0 ? seqOf(raw[0]![0]) : 0;
     },
     async range(after, count) {
+      await up(cmd);
       return entries((await cmd.xrange(key, `(${after}-0`, '+', 'COUNT', count)) as RawEntry[]);
     },
     async append(list) {
       if (list.length === 0) return;
+      await up(cmd);
       const multi = cmd.multi();
       for (const e of list) multi.xadd(key, `${e.seq}-0`, 'e', e.data);
       const results = await multi.exec();
@@ -78,11 +83,13 @@ export function createEventStream(opts: { url: string; prefix: string; log: Logg
       if (!results || failed) throw failed?.[0] ?? new Error('the event stream transaction was discarded');
     },
     async trim(minSeq) {
+      await up(cmd);
       await cmd.xtrim(key, 'MINID', '~', `${minSeq}-0`);
     },
     async read(after, blockMs, count) {
       if (closed) throw new Error('the event stream is closed');
       reader ??= connect('events-reader');
+      await up(reader);
       const raw = (await reader.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, `${after}-0`)) as [string, RawEntry[]][] | null;
       return raw ? entries(raw[0]![1]) : [];
     },

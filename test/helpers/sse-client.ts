@@ -18,6 +18,8 @@ export interface SseEvent {
 export class SseClient {
   readonly events: SseEvent[] = [];
   comments = 0;
+  /** Bytes received. */
+  bytes = 0;
   status = 0;
   headers: http.IncomingHttpHeaders = {};
   /** Set once the server ended or cut the stream. */
@@ -57,7 +59,14 @@ export class SseClient {
     return c;
   }
 
+  /** Starts reading a client opened `paused` (it then sees whether the server cut it). */
+  resume(): void {
+    this.res?.on('data', (chunk: Buffer) => this.feed(chunk.toString('utf8')));
+    this.res?.resume();
+  }
+
   private feed(text: string): void {
+    this.bytes += Buffer.byteLength(text);
     this.buffer += text;
     let nl: number;
     while ((nl = this.buffer.indexOf('\n')) >= 0) {

@@ -15,6 +15,8 @@ const OWNERS: Readonly<Record<string, string>> = {
   connector_leases: 'src/connectors/lifecycle/lease-store.ts',
   connector_state: 'src/connectors/lifecycle/state-store.ts',
   entries: 'src/areas/repository/entry-store.ts',
+  // and `raise_event` (migration 024), which writers call in their own statements, and its triggers
+  events: 'src/events/event-store.ts',
   intake_files: 'src/connectors/lifecycle/intake-file-store.ts',
   job_recreations: 'src/worker/recreation-store.ts',
   lists: 'src/areas/lists/store/list-store.ts',
