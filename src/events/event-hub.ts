@@ -112,8 +112,9 @@ export class EventHub {
   }
 
   private async backlog(sub: Subscription, after: number): Promise<void> {
-    const head = this.last;
-    if (after > head && after > (await maxSeq(this.db))) {
+    // what PostgreSQL has published may be ahead of this process (it cannot read Redis now): serve up to that
+    const head = Math.max(this.last, await maxSeq(this.db));
+    if (after > head) {
       sub.sink.lost(head, 'unknown event id');
       sub.sent = head;
       return;

@@ -50,16 +50,20 @@ function entries(raw: RawEntry[]): StreamEntry[] {
 export function createEventStream(opts: { url: string; prefix: string; log: Logger }): EventStream {
   const key = `${opts.prefix}:events`;
   const options = { lazyConnect: false, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } as const;
+  const everReady = new WeakSet<Redis>();
   const connect = (what: string) => {
     const conn = new Redis(opts.url, { ...options, connectionName: `wcr-${what}` });
     const outage = outageLogger(opts.log, { connection: what });
     conn.on('error', (err: Error) => outage.error(err));
-    conn.on('ready', () => outage.ready());
+    conn.on('ready', () => {
+      everReady.add(conn);
+      outage.ready();
+    });
     return conn;
   };
   const cmd = connect('events');
-  // no offline queue: a command waits a moment for a connection that is coming up, then fails
-  const up = (conn: Redis) => (conn.status === 'ready' ? undefined : connectedWithin(conn, 5000));
+  // no offline queue: a command waits a moment for the first connection, and fails at once while Redis is away
+  const up = (conn: Redis) => (conn.status === 'ready' || everReady.has(conn) ? undefined : connectedWithin(conn, 5000));
   // only a process that reads (an API's hub) opens the blocking connection
   let reader: Redis | undefined;
   let closed = false;
