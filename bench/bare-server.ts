@@ -56,6 +56,14 @@ router.get('/v1/services/:sid/repo/:uuid/children', (ctx) => {
 router.get('/v3/jobs/', (ctx) => {
   ctx.body = jobs;
 });
+// the status polling floor (bench/events.ts): one small object shaped like a task's answer
+const status = {
+  tid: parent, sid: 'demo', name: 'bench', type: null, status: 'processing', creator: 'bench', owner: null,
+  created, modified: created, metadata: {}, href: `/v1/services/demo/tasks/${parent}`,
+};
+router.get('/v1/status', (ctx) => {
+  ctx.body = status;
+});
 app.use(router.routes());
 app.use(router.allowedMethods());
 
