@@ -110,9 +110,9 @@ try {
         while ((nl = buffer.indexOf('\n')) >= 0) {
           const line = buffer.slice(0, nl);
           buffer = buffer.slice(nl + 1);
-          if (!line.startsWith('data: ') || !line.includes('"completed"')) continue;
+          if (!line.startsWith('data:') || !line.includes('"completed"')) continue;
           const at = now();
-          const d = JSON.parse(line.slice(6)) as { tid: string };
+          const d = JSON.parse(line.slice(5)) as { tid: string };
           let list = received.get(d.tid);
           if (!list) received.set(d.tid, (list = []));
           list.push(at);
@@ -137,6 +137,9 @@ try {
   }
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline && tids.some((t) => (received.get(t)?.length ?? 0) < clientCount)) await new Promise((resolve) => setTimeout(resolve, 100));
+  const { rows: diag } = await db.query<{ completed: number; published: number; unpublished: number }>(
+    `SELECT (SELECT count(*)::int FROM tasks WHERE status = 'completed') AS completed,
+            (SELECT count(*)::int FROM events WHERE seq IS NOT NULL) AS published, (SELECT count(*)::int FROM events WHERE seq IS NULL) AS unpublished`);
   const { rows } = await db.query<{ tid: string; at: number }>('SELECT tid::text, at FROM bench_stamps');
   const stamps = new Map(rows.map((r) => [r.tid, Number(r.at)]));
   const latencies: number[] = [];
@@ -159,7 +162,7 @@ try {
     },
     events: {
       clients: clientCount, connected, events: eventCount, intervalMs: interval, deliveries: latencies.length, missing,
-      p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? NaN, wallMs: Date.now() - t0,
+      ...diag[0], p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? NaN, wallMs: Date.now() - t0,
     },
   };
   const ratios = { command: command.requests.average / floor.requests.average, task: task.requests.average / floor.requests.average };

@@ -86,6 +86,13 @@ export class CommandService {
   async status(p: Principal, sid: string, cid: string): Promise<CommandStatus> {
     this.supports(sid);
     this.policy.require(p, 'documents', 'read');
+    // A state that is not final is answered from one plain read: polling clients (many, often on one
+    // command) never queue on its row lock, which only the delivery of a final state needs.
+    const seen = await commands.getCommand(this.db, cid);
+    if (!seen || seen.sid !== sid || !this.policy.may(p, 'documents', 'read', { creator: seen.creator })) {
+      throw new AppError('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
+    }
+    if (!isFinal(seen.state)) return presentCommand(seen);
     // The delete of a delivered or expired command must commit, so the 404 is thrown after the transaction.
     const found = await this.db.transaction(async (tx) => {
       const row = await commands.getCommand(tx, cid, true);
