@@ -72,8 +72,14 @@ const auth = { authorization: `Bearer ${token}` };
 
 try {
   // ---- polling ----
+  // a command that stays `running` while it is polled: the row is locked by a transaction of the benchmark, so the
+  // reconciler's run of it waits (a status read takes no lock, so polling does not)
   const cid = '0190a0b0-0000-7000-8000-000000000001';
   await db.query(`INSERT INTO commands (cid, sid, command, state, creator, expires) VALUES ($1, 'store', 'copy', 'running', 'bench', now() + interval '1 day')`, [cid]);
+  const holder = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}"` });
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query('SELECT 1 FROM commands WHERE cid = $1 FOR UPDATE', [cid]);
   const created = await jsonCall(agent, 'POST', `${url}/v1/services/demo/tasks`, token, { name: 'poll' });
   if (created.status !== 200) throw new Error(`task create: ${created.status}`);
   const tid = created.json.tid as string;
@@ -83,6 +89,8 @@ try {
   const floor = await cannon(`${bare.info.url}/v1/status`, {});
   const command = await cannon(`${url}/v1/services/store/repo/command/${cid}`, auth);
   const task = await cannon(`${url}/v1/services/demo/tasks/${tid}`, auth);
+  await holder.query('ROLLBACK');
+  await holder.end();
   for (const [name, r] of [['floor', floor], ['command', command], ['task', task]] as const) {
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name} polling: ${r.non2xx} non-2xx, ${r.errors} errors`);
   }
