@@ -148,7 +148,12 @@ export class EventHub {
     const { sink } = sub;
     if (sink.types && !sink.types.has(e.type)) return true;
     if (!maySee(this.policy, sink.principal, e)) return true;
-    if (sink.send(e)) return true;
+    try {
+      if (sink.send(e)) return true;
+    } catch (err) {
+      // one client's failure is its own: the others are served
+      this.log.debug({ err }, 'events: writing to a client failed; it is dropped');
+    }
     this.subs.delete(sub);
     return false;
   }

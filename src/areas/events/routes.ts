@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { Session } from 'better-sse';
+import { EventBuffer, Session } from 'better-sse';
 import type { Services } from '../../runtime/services.js';
 import { AppError } from '../../errors/app-error.js';
 import { keepOpen, principal, singleQuery } from '../../api/context.js';
@@ -29,6 +29,22 @@ function typesParam(q: Record<string, string>): ReadonlySet<string> | undefined 
     }
   }
   return new Set(types);
+}
+
+/**
+ * Each event framed once (better-sse's EventBuffer) and the same text written
+ * to every client that receives it: with a thousand clients, framing per
+ * client was most of the hub's work. Kept as long as the event object lives.
+ */
+const framed = new WeakMap<StreamEvent, EventBuffer>();
+function frameOf(e: StreamEvent): EventBuffer {
+  let buffer = framed.get(e);
+  if (!buffer) {
+    // payloads are JSON already
+    buffer = new EventBuffer({ serializer: (data) => data as string }).push(e.payload, e.type, String(e.seq));
+    framed.set(e, buffer);
+  }
+  return buffer;
 }
 
 /**
@@ -82,16 +98,17 @@ export function eventRoutes(s: Services): Router {
     const sink: EventSink = {
       principal: p, types,
       send(e: StreamEvent) {
-        if (closed) return false;
+        if (closed || !session.isConnected) return false;
         if (res.writableLength > cfg.clientBufferBytes) {
           cut('the client does not read its events (buffer full)');
           return false;
         }
-        session.push(e.payload, e.type, String(e.seq));
+        // an EventBuffer is written synchronously (batch awaits nothing for one)
+        void session.batch(frameOf(e));
         return true;
       },
       lost(head, reason) {
-        if (!closed) session.push(JSON.stringify({ reason, resumesAfter: head }), EVENTS_LOST, String(head));
+        if (!closed && session.isConnected) session.push(JSON.stringify({ reason, resumesAfter: head }), EVENTS_LOST, String(head));
       },
       cut,
     };
