@@ -53,10 +53,12 @@ export class EventHub {
   private loop: Promise<void> | undefined;
   private recovering = false;
   private stream!: EventStream;
+  /** Ends the pause between attempts at once when the hub stops. */
+  private wakeUp: (() => void) | undefined;
 
   constructor(
     private readonly db: Database,
-    /** Opened at start: only a process that serves the API connects. */
+    /** Taken at start; its reading connection opens on the first read, so only a process that serves the API reads. */
     private readonly openStream: () => EventStream,
     private readonly policy: Policy,
     private readonly log: Logger,
@@ -65,13 +67,14 @@ export class EventHub {
 
   async start(): Promise<void> {
     this.stream = this.openStream();
-    this.last = await this.stream.top().catch(() => 0);
-    this.last = Math.max(this.last, await maxSeq(this.db));
+    // PostgreSQL's highest seq is where the stream stands (the publisher keeps them equal); Redis is not waited for
+    this.last = await maxSeq(this.db);
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.wakeUp?.();
     this.subs.clear();
     await this.stream?.close();
     await this.loop;
@@ -212,7 +215,13 @@ export class EventHub {
         if (!this.recovering) this.log.warn({ err }, 'events: cannot read the stream; retrying');
         this.recovering = true;
         failures++;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** failures, 2000)));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(50 * 2 ** failures, 2000));
+          this.wakeUp = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
       }
     }
   }

@@ -5,6 +5,11 @@ import { currentSchema } from '../outbox/outbox-store.js';
 import { encodeEvent, rowIdOf } from './event.js';
 import { EVENTS_CHANNEL, assignSeqs, maxSeq, oldestRetainedSeq, takePublisherTurn, unpublished } from './event-store.js';
 
+/** The stream's connection is down: the round did not start. */
+class RedisAwayError extends Error {
+  override readonly name = 'RedisAwayError';
+}
+
 export interface PublisherOptions {
   /** Events per round. */
   batch?: number;
@@ -42,6 +47,7 @@ export class EventPublisher {
   private stopped = false;
   private started = false;
   private failures = 0;
+  private warned = false;
   private retry: NodeJS.Timeout | undefined;
   private sweep: NodeJS.Timeout | undefined;
   private trimTimer: NodeJS.Timeout | undefined;
@@ -72,8 +78,9 @@ export class EventPublisher {
     }
     this.running = this.drain()
       .then(() => {
-        if (this.failures > 0) this.log.info('event publisher: Redis takes events again');
+        if (this.warned) this.log.info('event publisher: Redis takes events again');
         this.failures = 0;
+        this.warned = false;
       })
       .catch((err: unknown) => this.backOff(err))
       .finally(() => {
@@ -106,6 +113,8 @@ export class EventPublisher {
 
   /** One round; returns how many events it published (0 when another process has the turn). */
   private round(): Promise<number> {
+    // no transaction waits on a Redis that is away (on PGlite it would hold the only connection)
+    if (!this.stream.connected()) return Promise.reject(new RedisAwayError('Redis is not connected'));
     return this.db.transaction(async (tx) => {
       if (!(await takePublisherTurn(tx))) return 0;
       let next = await maxSeq(tx);
@@ -148,7 +157,12 @@ export class EventPublisher {
 
   private backOff(err: unknown): void {
     if (this.stopped) return;
-    if (this.failures === 0) this.log.warn({ err }, 'event publisher: round failed (Redis or the database away?); backing off');
+    // Redis still connecting at start is not worth a warning; an outage that lasts is
+    const away = err instanceof RedisAwayError;
+    if (!this.warned && (!away || this.failures >= 10)) {
+      this.warned = true;
+      this.log.warn({ err }, 'event publisher: round failed (Redis or the database away?); backing off');
+    }
     this.failures++;
     const delay = Math.min(100 * 2 ** (this.failures - 1), this.opts.maxBackoffMs);
     this.retry = setTimeout(() => {

@@ -29,6 +29,8 @@ export interface EventStream {
   trim(minSeq: number): Promise<void>;
   /** Waits up to `blockMs` for entries after `after` (on a connection of its own: a blocking read holds it). */
   read(after: number, blockMs: number, count: number): Promise<StreamEntry[]>;
+  /** Whether the command connection is up (the publisher opens no transaction while it is not). */
+  connected(): boolean;
   /** Whether the reading connection is up. */
   readerConnected(): boolean;
   close(): Promise<void>;
@@ -51,9 +53,10 @@ export function createEventStream(opts: { url: string; prefix: string; log: Logg
   const key = `${opts.prefix}:events`;
   const options = { lazyConnect: false, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } as const;
   const everReady = new WeakSet<Redis>();
+  // one message per outage for the stream's connections together
+  const outage = outageLogger(opts.log, { connection: 'events' });
   const connect = (what: string) => {
     const conn = new Redis(opts.url, { ...options, connectionName: `wcr-${what}` });
-    const outage = outageLogger(opts.log, { connection: what });
     conn.on('error', (err: Error) => outage.error(err));
     conn.on('ready', () => {
       everReady.add(conn);
@@ -63,7 +66,13 @@ export function createEventStream(opts: { url: string; prefix: string; log: Logg
   };
   const cmd = connect('events');
   // no offline queue: a command waits a moment for the first connection, and fails at once while Redis is away
-  const up = (conn: Redis) => (conn.status === 'ready' || everReady.has(conn) ? undefined : connectedWithin(conn, 5000));
+  let onClose: (() => void) | undefined;
+  const closing = new Promise<never>((_resolve, reject) => {
+    onClose = () => reject(new Error('the event stream is closed'));
+  });
+  closing.catch(() => undefined);
+  // ... and close() ends that wait at once
+  const up = (conn: Redis) => (conn.status === 'ready' || everReady.has(conn) ? undefined : Promise.race([connectedWithin(conn, 5000), closing]));
   // only a process that reads (an API's hub) opens the blocking connection
   let reader: Redis | undefined;
   let closed = false;
@@ -97,10 +106,13 @@ export function createEventStream(opts: { url: string; prefix: string; log: Logg
       const raw = (await reader.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, `${after}-0`)) as [string, RawEntry[]][] | null;
       return raw ? entries(raw[0]![1]) : [];
     },
+    connected: () => cmd.status === 'ready',
     readerConnected: () => reader?.status === 'ready',
     async close() {
+      if (closed) return;
       // a blocked XREAD would hold quit() until its timeout: disconnect the reader at once
       closed = true;
+      onClose?.();
       reader?.disconnect();
       await within(cmd.quit(), 1000);
       cmd.disconnect();

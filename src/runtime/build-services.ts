@@ -88,11 +88,11 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     // the confinement rule for every print backend, knowing this service's own endpoints (the API at the port it listens on)
     const printConfinement = new PrintConfinement(confinementRules(config, port));
     const print = { config, log, db, blobs, outbox, policy, printConfinement };
-    // the event stream: one publisher's stream connection and one hub's (the hub reads only where the API serves)
+    // the event stream: one command connection for the publisher and the hub, a reading one only where the hub reads (API)
     const eventLog = log.child({ component: 'events' });
-    const streamOpts = { url: config.redis.url, prefix: config.redis.prefix, log: eventLog };
-    const eventPublisher = new EventPublisher(db, createEventStream(streamOpts), eventLog, { retentionSec: config.events.retentionSec });
-    const events = new EventHub(db, () => createEventStream(streamOpts), policy, eventLog, { maxPending: config.events.maxPending });
+    const eventStream = createEventStream({ url: config.redis.url, prefix: config.redis.prefix, log: eventLog });
+    const eventPublisher = new EventPublisher(db, eventStream, eventLog, { retentionSec: config.events.retentionSec });
+    const events = new EventHub(db, () => eventStream, policy, eventLog, { maxPending: config.events.maxPending });
     return {
       events, eventPublisher,
       config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists, printConfinement,
