@@ -238,3 +238,20 @@ describe('messages the runtime posts', () => {
     });
   });
 });
+
+describe('messages switched off (messages.enabled: false)', () => {
+  it('every route is 404 NO_MESSAGES ("service provides no messages") and nothing is stored', async () => {
+    const off = await startTestRuntime({ overrides: { messages: { enabled: false } } });
+    try {
+      const c = off.client.withToken(await off.token('alice', ['user']));
+      const uuid = randomUUID();
+      for (const res of [await c.get('/v1/messages'), await c.post('/v1/messages', { text: 'x' }), await c.get(`/v1/messages/${uuid}`),
+        await c.patch(`/v1/messages/${uuid}`, { text: 'x' }), await c.delete(`/v1/messages/${uuid}`)]) {
+        expect([res.status, res.body.code]).toEqual([404, 'NO_MESSAGES']);
+      }
+      expect((await off.services.db.query('SELECT 1 FROM messages')).rowCount).toBe(0);
+    } finally {
+      await off.close();
+    }
+  });
+});
