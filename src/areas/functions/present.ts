@@ -5,7 +5,7 @@ export function presentFunction(sid: string, d: FunctionDescriptor): Record<stri
   return {
     fid: d.fid,
     description: d.description,
-    parameters: d.parameters.map((p) => ({ name: p.name, type: p.type, required: p.required, description: p.description })),
+    parameters: d.parameters.map((p) => ({ name: p.name, type: p.type, required: p.required, description: p.description, ...(p.example !== undefined ? { example: p.example } : {}) })),
     ...(d.requires ? { requires: { area: d.requires.area, action: d.requires.action } } : {}),
     links: { self: { href: `/v1/services/${encodeURIComponent(sid)}/function/${encodeURIComponent(d.fid)}` } },
   };

@@ -12,6 +12,8 @@ export interface FunctionParameter {
   type: 'string' | 'number' | 'integer' | 'boolean';
   required: boolean;
   description: string;
+  /** A value that works for the configured instance (the contract suite calls with it; e.g. a watched folder's path). */
+  example?: string | number | boolean;
 }
 
 /** What `GET .../function` lists (DESIGN.md "Functions"). */
