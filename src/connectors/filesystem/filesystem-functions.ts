@@ -6,6 +6,7 @@ import type { FunctionsFacet } from '../facets/functions.js';
 import { inspectInside, isValidName, openNoFollow, TEMP_NAME } from './safe-path.js';
 
 const MAX_LIMIT = 10_000;
+const PATH_MAX = 4096;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
 /** Where the kernel shows an open descriptor's directory: listing through it reads what was opened and checked, not a symlink swapped in since. */
 const PROC_FD = '/proc/self/fd';
@@ -44,6 +45,8 @@ export function filesystemFunctions(root: string): FunctionsFacet {
       const limit = params.limit === undefined ? 1000 : Number(params.limit);
       if (limit < 1 || limit > MAX_LIMIT) throw new AppError('INVALID_PARAMETERS', `limit must be between 1 and ${MAX_LIMIT}`, { fid, issues: [`limit: 1-${MAX_LIMIT}`] });
       const rel = String(params.path ?? '').replace(/\/+$/, '');
+      // what no file system path can be (Linux's PATH_MAX); each segment is checked by safe-path.ts
+      if (rel.length > PATH_MAX) throw new AppError('INVALID_PARAMETERS', `path is longer than ${PATH_MAX} characters`, { fid, issues: [`path: at most ${PATH_MAX} characters`] });
       return listDirectory(root, rel, limit, ctx.signal);
     },
   };
