@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startTestRuntime, TEST_SERVICES, type TestRuntime } from '../../helpers/runtime.js';
 import type { TestClient } from '../../helpers/client.js';
-import { messagesArea } from '../../../src/areas/messages/index.js';
+import { AREAS } from '../../../src/areas/index.js';
+import { jobHandlers } from '../../../src/worker/handlers.js';
 
 /** Every row and status of the spec's Messages table (plus GET and DELETE of one), over HTTP against real PostgreSQL and Redis. */
 
@@ -208,8 +209,8 @@ describe('expiry', () => {
     await eventually(async () => ((await alice.get(`/v1/messages/${m.uuid}`)).status === 404 ? true : undefined));
     const listed = await alice.get('/v1/messages?limit=500');
     expect(listed.body.map((x: Msg) => x.uuid)).not.toContain(m.uuid);
-    const counts = await messagesArea.housekeeping!(rt.services);
-    expect(counts.messagesExpired).toBeGreaterThanOrEqual(1);
+    // the scheduled housekeeping job's handler, as a worker runs it
+    await jobHandlers(rt.services, AREAS)['housekeeping.run']!({}, {} as never);
     const { rows } = await rt.services.db.query('SELECT 1 FROM messages WHERE uuid = $1', [m.uuid]);
     expect(rows).toHaveLength(0);
   });
@@ -253,5 +254,28 @@ describe('messages switched off (messages.enabled: false)', () => {
     } finally {
       await off.close();
     }
+  });
+});
+
+describe('on the embedded database (PGlite)', () => {
+  let lite: TestRuntime;
+  beforeAll(async () => {
+    lite = await startTestRuntime({ db: 'pglite', overrides: { services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: { itemMs: 0 } } } } } });
+  }, 60_000);
+  afterAll(async () => {
+    await lite?.close();
+  });
+
+  it('the same table, expiry and trigger: create, list, a failed task tells its owner', async () => {
+    const c = lite.client.withToken(await lite.token('alice', ['user']));
+    expect((await c.post('/v1/messages', { text: 'embedded' })).status).toBe(200);
+    const created = await c.post('/v1/services/work/tasks', { name: 'Lite', lists: { input: { embedded: { listItems: [{ href: 'https://d.example/a', metadata: { mock: { fail: true } } }] } } } });
+    expect(created.status).toBe(200);
+    expect((await c.post(`/v1/services/work/tasks/${created.body.tid}/action`, { action: 'start' })).status).toBe(204);
+    const listed = await eventually(async () => {
+      const res = await c.get('/v1/messages?sort=date');
+      return res.status === 200 && res.body.length === 2 ? res.body as Msg[] : undefined;
+    });
+    expect(listed.map((m) => [m.type, m.text])).toEqual([['info', 'embedded'], ['error', 'Task "Lite" failed']]);
   });
 });
