@@ -73,6 +73,22 @@ describe('a print job that ends in error', () => {
     expect(await jobMessages(id)).toHaveLength(1);
   });
 
+  it('through the dispatch engine: a job whose flow fails in preprocessing tells its owner', async () => {
+    const flow = `pages-${randomUUID().slice(0, 8)}`;
+    const made = await admin.post('/v3/flows/', { name: flow, steps: [{ use: 'pageRange', with: { pages: '1' } }] });
+    expect(made.status, JSON.stringify(made.body)).toBeLessThan(300);
+    const flowed = (await makePrinter(admin, `flowed-${randomUUID().slice(0, 8)}`, { flow })).name;
+    const res = await submit(alice, flowed, 'not a pdf', { name: 'Broken' } as Record<string, string>);
+    expect(res.status).toBe(201);
+    const id = Number(res.body.id);
+    const told = await eventually(async () => {
+      const m = await jobMessages(id);
+      return m.length > 0 ? m : undefined;
+    });
+    expect(told).toHaveLength(1);
+    expect(told[0]!.text).toMatch(new RegExp(`^Print job ${id} "Broken" on printer "${flowed}" ended in error: .*flow step 0 \\(pageRange\\) failed`));
+  });
+
   it('a failure that rolls back tells nobody', async () => {
     const id = await waitingJob();
     await failJob(id, false);
