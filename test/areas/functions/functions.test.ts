@@ -68,7 +68,7 @@ describe('GET /services/{sid}/function', () => {
   });
 
   it('404 for a missing service or one without functions; 401 without a token; 403 without a known role', async () => {
-    for (const [sid, code] of [['nope', 'SERVICE_NOT_FOUND'], ['store', 'NO_FUNCTIONS'], ['mock', 'NO_FUNCTIONS']] as const) {
+    for (const [sid, code] of [['nope', 'SERVICE_NOT_FOUND'], ['__proto__', 'SERVICE_NOT_FOUND'], ['constructor', 'SERVICE_NOT_FOUND'], ['store', 'NO_FUNCTIONS'], ['mock', 'NO_FUNCTIONS']] as const) {
       const res = await alice.get(`/v1/services/${sid}/function`);
       expect([sid, res.status, res.body.code]).toEqual([sid, 404, code]);
     }
@@ -95,7 +95,7 @@ describe('POST /services/{sid}/function/{fid}', () => {
   });
 
   it('404 for a missing service, a service without functions, or a missing function (prototype names too)', async () => {
-    for (const [sid, fid, code] of [['nope', 'echo', 'SERVICE_NOT_FOUND'], ['store', 'echo', 'NO_FUNCTIONS'], ['fn', 'nope', 'FUNCTION_NOT_FOUND'],
+    for (const [sid, fid, code] of [['nope', 'echo', 'SERVICE_NOT_FOUND'], ['__proto__', 'echo', 'SERVICE_NOT_FOUND'], ['toString', 'echo', 'SERVICE_NOT_FOUND'], ['store', 'echo', 'NO_FUNCTIONS'], ['fn', 'nope', 'FUNCTION_NOT_FOUND'],
       ['fn', '__proto__', 'FUNCTION_NOT_FOUND'], ['fn', 'constructor', 'FUNCTION_NOT_FOUND'], ['fn', 'echo.v2', 'FUNCTION_NOT_FOUND'], ['fn', 'ECHO', 'FUNCTION_NOT_FOUND'], ['fn', 'x'.repeat(300), 'FUNCTION_NOT_FOUND']] as const) {
       const res = await call(alice, sid, fid, 'text::x');
       expect([sid, fid.slice(0, 20), res.status, res.body.code]).toEqual([sid, fid.slice(0, 20), 404, code]);

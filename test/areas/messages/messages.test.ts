@@ -182,8 +182,11 @@ describe('GET, PATCH and DELETE /messages/{uuid}', () => {
       expect(JSON.stringify(res.body)).not.toContain('private');
     }
     expect((await admin.get(`/v1/messages/${m.uuid}`)).body.text).toBe('private'); // all scope
-    const bad = await alice.patch('/v1/messages/not-a-uuid', { text: 'x' });
-    expect([bad.status, bad.body.code]).toEqual([400, 'INVALID_UUID']);
+    for (const id of ['not-a-uuid', '__proto__', 'constructor']) {
+      const bad = await alice.patch(`/v1/messages/${id}`, { text: 'x' });
+      expect([id, bad.status, bad.body.code]).toEqual([id, 400, 'INVALID_UUID']);
+      expect((await alice.get(`/v1/messages/${id}`)).status).toBe(400);
+    }
     const body = await alice.patch(`/v1/messages/${m.uuid}`, { type: 'fatal' });
     expect([body.status, body.body.code]).toEqual([400, 'VALIDATION_FAILED']);
     const proto = await alice.request('PATCH', `/v1/messages/${m.uuid}`, { body: '{"metadata":{"__proto__":{"x":1}}}', headers: { 'content-type': 'application/json' } });
