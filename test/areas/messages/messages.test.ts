@@ -259,26 +259,3 @@ describe('messages switched off (messages.enabled: false)', () => {
     }
   });
 });
-
-describe('on the embedded database (PGlite)', () => {
-  let lite: TestRuntime;
-  beforeAll(async () => {
-    lite = await startTestRuntime({ db: 'pglite', overrides: { services: { ...TEST_SERVICES, work: { type: 'mock', options: { tasks: { itemMs: 0 } } } } } });
-  }, 60_000);
-  afterAll(async () => {
-    await lite?.close();
-  });
-
-  it('the same table, expiry and trigger: create, list, a failed task tells its owner', async () => {
-    const c = lite.client.withToken(await lite.token('alice', ['user']));
-    expect((await c.post('/v1/messages', { text: 'embedded' })).status).toBe(200);
-    const created = await c.post('/v1/services/work/tasks', { name: 'Lite', lists: { input: { embedded: { listItems: [{ href: 'https://d.example/a', metadata: { mock: { fail: true } } }] } } } });
-    expect(created.status).toBe(200);
-    expect((await c.post(`/v1/services/work/tasks/${created.body.tid}/action`, { action: 'start' })).status).toBe(204);
-    const listed = await eventually(async () => {
-      const res = await c.get('/v1/messages?sort=date');
-      return res.status === 200 && res.body.length === 2 ? res.body as Msg[] : undefined;
-    });
-    expect(listed.map((m) => [m.type, m.text])).toEqual([['info', 'embedded'], ['error', 'Task "Lite" failed']]);
-  });
-});
