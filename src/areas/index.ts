@@ -9,6 +9,8 @@ import { printersArea } from './print/printers/index.js';
 import { flowsArea } from './print/flows/index.js';
 import { printConfigArea } from './print/config/index.js';
 import { statisticsArea } from './print/statistics/index.js';
+import { messagesArea } from './messages/index.js';
+import { functionsArea } from './functions/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before
@@ -16,6 +18,7 @@ import { statisticsArea } from './print/statistics/index.js';
  */
 export const AREAS: readonly Area[] = [
   servicesArea, commandsArea, repositoryArea, tasksArea, listsArea,
+  messagesArea, functionsArea,
   // the print API (`/v3`)
   printJobsArea, printersArea, flowsArea, printConfigArea, statisticsArea,
 ];

@@ -133,6 +133,14 @@ export const configSchema = z.strictObject({
     /** Items one imported list (per-user list or task body, any format) may hold; more is 413 LIST_TOO_LARGE. */
     maxItems: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
   }).prefault({}),
+  messages: z.strictObject({
+    /** Off: every /v1/messages route answers 404 NO_MESSAGES (the spec's "service provides no messages"); what the runtime posts still expires. */
+    enabled: z.boolean().default(true),
+    /** Seconds a message lives when it names no `expires` of its own (DESIGN.md: 7 days); housekeeping deletes it after. */
+    lifetimeSec: z.coerce.number().int().min(1).max(10 * 365 * 86_400).default(7 * 86_400),
+    /** Unexpired messages one user may have; a create beyond is 409 MESSAGE_LIMIT_REACHED (posts by the runtime are not refused). */
+    maxPerUser: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
+  }).prefault({}),
   tasks: z.strictObject({
     /**
      * Tasks one user may have, as creator or owner (a task created for

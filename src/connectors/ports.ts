@@ -26,6 +26,8 @@ export interface IntakePorts extends ConnectorPorts {
   readonly work: WorkPort;
   /** What an intake reports to `/metrics`. */
   readonly metrics: IntakeMetricsPort;
+  /** Messages to users (workflow API Messages): an import that failed, told to whom it concerns. */
+  readonly messages: MessagePort;
 }
 
 /** A file as an intake claims it: where, what it looked like, and the ids its document and task will have. */
@@ -192,4 +194,28 @@ export interface ConnectorStateStore {
   delete(key: string): Promise<boolean>;
   /** Entries whose key starts with `prefix`, by key, at most `limit` (default 1000). */
   list(prefix: string, limit?: number): Promise<StateEntry[]>;
+}
+
+/** A message a connector posts to a user (workflow API "Messages"). */
+export interface PostedMessage {
+  /**
+   * Fixed by the caller to post at most once: a second post with the same
+   * uuid (a retry after a crash) changes nothing. Absent: a new uuid.
+   */
+  uuid?: string;
+  type: 'info' | 'warning' | 'error';
+  text: string;
+  /** What it is about, e.g. `csv:<sid>`. */
+  source?: string;
+  /** A link to the object it is about. */
+  href?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Posts messages to users; the runtime implements it with the messages area
+ * (`MessageService`). Idempotent by `uuid`.
+ */
+export interface MessagePort {
+  post(user: string, message: PostedMessage): Promise<void>;
 }

@@ -9,7 +9,7 @@ import type { IntakeFacet } from './facets/intake.js';
 import { IntakeRunner } from './lifecycle/intake-runner.js';
 import { newHolderId } from './lifecycle/lease.js';
 import { stateStore } from './lifecycle/state-store.js';
-import type { IntakeMetricsPort, OutboxPort, WorkPort } from './ports.js';
+import type { IntakeMetricsPort, MessagePort, OutboxPort, WorkPort } from './ports.js';
 import { intakeFileStore } from './lifecycle/intake-file-store.js';
 import type { Fence } from './lifecycle/fence.js';
 import { leaseName } from './lifecycle/lease.js';
@@ -30,6 +30,8 @@ export interface ConnectorRuntime {
   work: WorkPort;
   /** One service's intake metrics. */
   metrics(sid: string): IntakeMetricsPort;
+  /** Messages to users (`MessageService`). */
+  messages: MessagePort;
 }
 
 /** The configured services (`{sid}` -> connector instance). */
@@ -104,7 +106,7 @@ export class ConnectorRegistry {
         : undefined;
       const ports = {
         log, outbox: rt.outbox, state: stateStore(rt.db, connector.sid, fence),
-        claims: intakeFileStore(rt.db, connector.sid, fence), work: rt.work, metrics: rt.metrics(connector.sid),
+        claims: intakeFileStore(rt.db, connector.sid, fence), work: rt.work, metrics: rt.metrics(connector.sid), messages: rt.messages,
       };
       const runner = new IntakeRunner(connector as Connector & { intake: IntakeFacet }, { db: rt.db, ports, holder: this.holder, log });
       runner.start();

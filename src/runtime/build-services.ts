@@ -12,6 +12,9 @@ import { TaskService } from '../areas/tasks/task-service.js';
 import { TaskLists } from '../areas/tasks/task-lists.js';
 import { ActionService } from '../areas/tasks/actions/action-service.js';
 import { ListService } from '../areas/lists/list-service.js';
+import { MessageService } from '../areas/messages/message-service.js';
+import { NO_MESSAGE_EVENTS } from '../areas/messages/message-events.js';
+import { FunctionService } from '../areas/functions/function-service.js';
 import { PrintJobService } from '../areas/print/jobs/print-job-service.js';
 import { PrinterService } from '../areas/print/printers/printer-service.js';
 import { FlowService } from '../areas/print/flows/flow-service.js';
@@ -82,11 +85,15 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       db, policy, log: log.child({ component: 'lists' }), maxItems: config.lists.maxItems,
       fetch: { timeoutMs: config.commands.importTimeoutMs, allowPrivate: config.commands.importAllowPrivate },
     });
+    // message.created: a no-op until the event stream is wired (message-events.ts says how it is called)
+    const messages = new MessageService({ db, policy, log: log.child({ component: 'messages' }), config: config.messages, events: NO_MESSAGE_EVENTS });
+    await messages.start();
+    const functions = new FunctionService({ db, registry, permissions, policy, outbox, log: log.child({ component: 'functions' }) });
     // the confinement rule for every print backend, knowing this service's own endpoints (the API at the port it listens on)
     const printConfinement = new PrintConfinement(confinementRules(config, port));
     const print = { config, log, db, blobs, outbox, policy, printConfinement };
     return {
-      config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists, printConfinement,
+      config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists, messages, functions, printConfinement,
       printJobs: new PrintJobService(print), printers: new PrinterService(print), printFlows: new FlowService(print),
       printConfig: new PrintConfigService(print), printStatistics: new PrintStatisticsService(print),
     };

@@ -11,6 +11,8 @@ import type { TaskService } from '../areas/tasks/task-service.js';
 import type { TaskLists } from '../areas/tasks/task-lists.js';
 import type { ActionService } from '../areas/tasks/actions/action-service.js';
 import type { ListService } from '../areas/lists/list-service.js';
+import type { MessageService } from '../areas/messages/message-service.js';
+import type { FunctionService } from '../areas/functions/function-service.js';
 import type { PrintJobService } from '../areas/print/jobs/print-job-service.js';
 import type { PrinterService } from '../areas/print/printers/printer-service.js';
 import type { FlowService } from '../areas/print/flows/flow-service.js';
@@ -51,6 +53,10 @@ export interface Services {
   taskActions: ActionService;
   /** Per-user lists. */
   lists: ListService;
+  /** Per-user messages; also the connectors' `MessagePort`. */
+  messages: MessageService;
+  /** The services' functions (`GET`/`POST /v1/services/{sid}/function`). */
+  functions: FunctionService;
   /** The print API's domain operations (`/v3`): jobs, printers, flows, configuration keys, statistics. */
   printJobs: PrintJobService;
   printers: PrinterService;

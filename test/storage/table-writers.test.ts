@@ -18,6 +18,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   intake_files: 'src/connectors/lifecycle/intake-file-store.ts',
   job_recreations: 'src/worker/recreation-store.ts',
   lists: 'src/areas/lists/store/list-store.ts',
+  messages: 'src/areas/messages/store/message-store.ts',
   list_items: 'src/areas/lists/store/list-store.ts',
   outbox: 'src/outbox/outbox-store.ts',
   print_configs: 'src/areas/print/config/config-store.ts',

@@ -70,6 +70,7 @@ export async function openContractEnv(): Promise<{ db: Database; ports(sid: stri
     ports: (sid) => ({
       log, outbox: outboxPort(createOutbox(), db), state: stateStore(db, sid),
       claims: intakeFileStore(db, sid), work: noWork, metrics: { taken: () => {}, failed: () => {} },
+      messages: { post: async () => {} },
     }),
     close: async () => {
       await db.close();
