@@ -9,6 +9,9 @@ import { printersArea } from './print/printers/index.js';
 import { flowsArea } from './print/flows/index.js';
 import { printConfigArea } from './print/config/index.js';
 import { statisticsArea } from './print/statistics/index.js';
+import { panelsArea } from './panels/index.js';
+import { configTreeArea } from './config-tree/index.js';
+import { sessionsArea } from './sessions/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before
@@ -18,4 +21,6 @@ export const AREAS: readonly Area[] = [
   servicesArea, commandsArea, repositoryArea, tasksArea, listsArea,
   // the print API (`/v3`)
   printJobsArea, printersArea, flowsArea, printConfigArea, statisticsArea,
+  // the rest of the workflow API (issue 23)
+  panelsArea, configTreeArea, sessionsArea,
 ];
