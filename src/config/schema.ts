@@ -66,9 +66,8 @@ const sidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'service 
  * A default panel's id: a name, never UUID-shaped, so it cannot be taken for
  * a user panel's generated `pid` (`/v1/panels/{pid}` tells them apart by it).
  */
-const defaultPanelPidSchema = z.string()
-  .regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'default panel ids are 1-63 letters, digits, "_" or "-"')
-  .refine((v) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v), 'a default panel id must not look like a UUID (user panels have those)');
+const defaultPanelPidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'default panel ids are 1-63 letters, digits, "_" or "-"');
+const UUID_SHAPED = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * A default panel (`/v1/ui`): a `name`, optionally the `roles` it is shown to
@@ -217,6 +216,7 @@ export const configSchema = z.strictObject({
     // the UI tells default panels apart by name, as user panels are per user
     const seen = new Map<string, string>();
     for (const [pid, panel] of Object.entries(ui.panels)) {
+      if (UUID_SHAPED.test(pid)) ctx.addIssue({ code: 'custom', path: ['panels', pid], message: 'a default panel id must not look like a UUID (user panels have those)' });
       const other = seen.get(panel.name);
       if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['panels', pid, 'name'], message: `the name "${panel.name}" is used by the default panel "${other}" already` });
       seen.set(panel.name, pid);
