@@ -102,33 +102,36 @@ async function each(label: string, c: TestClient, f: Fixtures, check: (key: stri
   }
 }
 
-describe('the authorization matrix', () => {
+// each test sends one request per route (about 120) after making its fixtures: a volume, not a latency, to wait for
+describe('the authorization matrix', { timeout: 120_000 }, () => {
   it('has a row for every route of both APIs, and no row for a route that is gone', () => {
     expect.soft(routes.length).toBeGreaterThan(100);
     expect.soft(routes.filter((r) => !ROWS.has(r)), 'routes without a row in authorization-rows.ts').toEqual([]);
     expect.soft([...ROWS.keys()].filter((k) => !routes.includes(k)), 'rows whose route is gone').toEqual([]);
   });
 
-  it('401 for no token, an expired token and a token of another issuer, on every route', async () => {
-    const admin = rt.client.withToken(await rt.token('root', ['admin']));
-    const f = await fixtures(rt.client.withToken(await rt.token('ann', ['user'])), admin);
-    const expired = await rt.token('ann', ['admin'], { expiresIn: -3600 });
-    const { privateKey } = await generateKeyPair('ES256');
-    const foreign = await new SignJWT({ preferred_username: 'ann', roles: ['admin'] })
+  // the bad tokens: none, expired, another issuer's, and one in our issuer's name signed with another key
+  const badTokens: Record<string, () => Promise<string | undefined>> = {
+    'no token': async () => undefined,
+    'an expired token': () => rt.token('ann', ['admin'], { expiresIn: -3600 }),
+    'a token of another issuer': async () => new SignJWT({ preferred_username: 'ann', roles: ['admin'] })
       .setProtectedHeader({ alg: 'ES256', kid: 'other' }).setSubject('ann').setIssuer('https://issuer.example/other')
-      .setIssuedAt().setExpirationTime('1h').sign(privateKey);
-    // our issuer's name, another key
-    const forged = await new SignJWT({ preferred_username: 'ann', roles: ['admin'] })
+      .setIssuedAt().setExpirationTime('1h').sign((await generateKeyPair('ES256')).privateKey),
+    'a forged token (our issuer, another key)': async () => new SignJWT({ preferred_username: 'ann', roles: ['admin'] })
       .setProtectedHeader({ alg: 'ES256', kid: 'other' }).setSubject('ann').setIssuer(rt.services.devIssuer!.issuer)
-      .setIssuedAt().setExpirationTime('1h').sign(privateKey);
-    for (const [label, token] of [['no token', undefined], ['expired', expired], ['other issuer', foreign], ['forged', forged]] as const) {
-      await each(label, rt.client.withToken(token), f, (key, _row, res) => {
+      .setIssuedAt().setExpirationTime('1h').sign((await generateKeyPair('ES256')).privateKey),
+  };
+  for (const [label, mint] of Object.entries(badTokens)) {
+    it(`401 for ${label}, on every route`, async () => {
+      const admin = rt.client.withToken(await rt.token('root', ['admin']));
+      const f = await fixtures(rt.client.withToken(await rt.token('ann', ['user'])), admin);
+      await each(label, rt.client.withToken(await mint()), f, (key, _row, res) => {
         expect.soft(res.status, `${label} ${key}`).toBe(401);
         expect.soft(res.headers.get('www-authenticate'), `${label} ${key}`).toMatch(/^Bearer/);
         expect.soft(JSON.stringify(res.body)).not.toContain(f.marker);
       });
-    }
-  });
+    });
+  }
 
   it('another user\'s objects: 403 or 404, never their data; listings show none of it', async () => {
     const admin = rt.client.withToken(await rt.token('root', ['admin']));
