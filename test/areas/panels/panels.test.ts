@@ -127,6 +127,14 @@ describe('POST /panels', () => {
     expect(new Set(made.map((r) => r.body.name)).size).toBe(8);
   });
 
+  it('of concurrent creates with one name, exactly one wins; the others are 409', async () => {
+    const c = rt.client.withToken(await rt.token('twins', ['user']));
+    const made = await Promise.all(Array.from({ length: 6 }, () => c.post('/v1/panels', { name: 'Same' })));
+    expect(made.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of made.filter((x) => x.status !== 200)) expectError(r, 409, 'NAME_EXISTS');
+    expect((await c.get('/v1/panels')).body).toHaveLength(1);
+  });
+
   it('409 NAME_EXISTS for a name the holder uses; another user may use it', async () => {
     await create(ann, { name: 'Overview' });
     const before = await panelRows();
@@ -250,6 +258,12 @@ describe('GET, PUT and DELETE /panels/{pid}', () => {
     expect(changed.body).toMatchObject({ creator: 'ann', owner: null, name: 'Renamed by admin' });
     expectError(await ann.get(`/v1/panels/${randomUUID()}`), 404, 'PANEL_NOT_FOUND');
     expectError(await ann.get('/v1/panels/not-a-panel'), 404, 'PANEL_NOT_FOUND');
+    for (const pid of ['__proto__', 'constructor', 'toString', 'x'.repeat(2000)]) {
+      expectError(await ann.get(`/v1/panels/${pid}`), 404, 'PANEL_NOT_FOUND', { label: pid.slice(0, 20) });
+      expectError(await ann.put(`/v1/panels/${pid}`, { name: 'x' }), 404, 'PANEL_NOT_FOUND', { label: pid.slice(0, 20) });
+      expectError(await ann.delete(`/v1/panels/${pid}`), 404, 'PANEL_NOT_FOUND', { label: pid.slice(0, 20) });
+      expectError(await ann.get(`/v1/ui/${pid}`), 404, 'PANEL_NOT_FOUND', { label: pid.slice(0, 20) });
+    }
   });
 });
 
