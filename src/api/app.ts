@@ -13,6 +13,7 @@ import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
 import { authenticate } from './middleware/authenticate.js';
 import type { Area } from '../areas/area.js';
 import type { LongLivedResponses } from './long-lived.js';
+import type { Principal } from '../auth/principal.js';
 
 export interface AppState {
   shuttingDown: boolean;
@@ -63,10 +64,12 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
   // The parent routers authenticate once for every area route below them; an
   // area cannot leave a route open by forgetting a line. Router middleware runs
   // only once a route matched, so 404/405 need no token.
+  // every authenticated caller is a session seen (`GET /v1/sessions`), on either API
+  const seen = (p: Principal) => s.sessions.seen(p);
   const v1 = new Router({ prefix: '/v1' });
-  v1.use(authenticate(s.verifier));
+  v1.use(authenticate(s.verifier, seen));
   const v3 = new Router({ prefix: '/v3' });
-  v3.use(authenticate(s.verifier));
+  v3.use(authenticate(s.verifier, seen));
   for (const area of areas) {
     const r1 = area.v1?.(s);
     if (r1) v1.use(r1.routes());

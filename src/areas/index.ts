@@ -11,6 +11,9 @@ import { printConfigArea } from './print/config/index.js';
 import { statisticsArea } from './print/statistics/index.js';
 import { messagesArea } from './messages/index.js';
 import { functionsArea } from './functions/index.js';
+import { panelsArea } from './panels/index.js';
+import { configTreeArea } from './config-tree/index.js';
+import { sessionsArea } from './sessions/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before
@@ -21,4 +24,6 @@ export const AREAS: readonly Area[] = [
   messagesArea, functionsArea,
   // the print API (`/v3`)
   printJobsArea, printersArea, flowsArea, printConfigArea, statisticsArea,
+  // the rest of the workflow API (issue 23)
+  panelsArea, configTreeArea, sessionsArea,
 ];

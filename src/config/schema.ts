@@ -62,6 +62,24 @@ const addressRuleSchema = z.union([cidrSchema, z.strictObject({
 
 const sidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'service ids are 1-63 letters, digits, "_" or "-"');
 
+/**
+ * A default panel's id: a name, never UUID-shaped, so it cannot be taken for
+ * a user panel's generated `pid` (`/v1/panels/{pid}` tells them apart by it).
+ */
+const defaultPanelPidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'default panel ids are 1-63 letters, digits, "_" or "-"');
+const UUID_SHAPED = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A default panel (`/v1/ui`): a `name`, optionally the `roles` it is shown to
+ * (absent: every caller with the panels read right), and any further keys of
+ * the panel's configuration, passed to the UI as they are.
+ */
+const defaultPanelSchema = z.looseObject({
+  name: z.string().min(1).max(1024),
+  roles: z.array(z.string().min(1)).optional(),
+});
+export type DefaultPanelConfig = z.infer<typeof defaultPanelSchema>;
+
 export const configSchema = z.strictObject({
   server: z.strictObject({
     port: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -199,6 +217,19 @@ export const configSchema = z.strictObject({
     }).prefault({}),
   }).prefault({}),
   services: z.record(sidSchema, serviceSchema),
+  /** The workflow API's UI defaults (`/v1/ui`): read-only panels keyed by their `pid`. */
+  ui: z.strictObject({
+    panels: z.record(defaultPanelPidSchema, defaultPanelSchema).default({}),
+  }).prefault({}).superRefine((ui, ctx) => {
+    // the UI tells default panels apart by name, as user panels are per user
+    const seen = new Map<string, string>();
+    for (const [pid, panel] of Object.entries(ui.panels)) {
+      if (UUID_SHAPED.test(pid)) ctx.addIssue({ code: 'custom', path: ['panels', pid], message: 'a default panel id must not look like a UUID (user panels have those)' });
+      const other = seen.get(panel.name);
+      if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['panels', pid, 'name'], message: `the name "${panel.name}" is used by the default panel "${other}" already` });
+      seen.set(panel.name, pid);
+    }
+  }),
 });
 
 export type AppConfig = z.infer<typeof configSchema>;

@@ -28,6 +28,11 @@ import { OutboxRelay } from '../outbox/relay.js';
 import { openDatabase } from '../storage/open-database.js';
 import type { Services } from './services.js';
 import { confinementRules, PrintConfinement } from '../connectors/print-backends/confinement.js';
+import { PanelService } from '../areas/panels/panel-service.js';
+import { DefaultPanels } from '../areas/panels/default-panels.js';
+import { NO_PANEL_EVENTS } from '../areas/panels/panel-events.js';
+import { ConfigTreeService } from '../areas/config-tree/config-tree-service.js';
+import { SessionService } from '../areas/sessions/session-service.js';
 
 /** `http://host:port`, with IPv6 literals bracketed. */
 export function httpOrigin(host: string, port: number): string {
@@ -96,6 +101,10 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists, messages, functions, printConfinement,
       printJobs: new PrintJobService(print), printers: new PrinterService(print), printFlows: new FlowService(print),
       printConfig: new PrintConfigService(print), printStatistics: new PrintStatisticsService(print),
+      // panel.create events are dropped until the event stream implements PanelEvents (panel-events.ts)
+      panels: new PanelService({ db, policy, tasks, defaults: new DefaultPanels(config.ui.panels), events: NO_PANEL_EVENTS }),
+      configTree: new ConfigTreeService({ db, policy }),
+      sessions: new SessionService({ db, policy, log: log.child({ component: 'sessions' }) }),
     };
   } catch (err) {
     await queue.close().catch(() => {});

@@ -25,6 +25,9 @@ import type { JobQueue } from '../queue/job-queue.js';
 import type { Outbox } from '../outbox/outbox.js';
 import type { OutboxRelay } from '../outbox/relay.js';
 import type { Database } from '../storage/driver/database.js';
+import type { PanelService } from '../areas/panels/panel-service.js';
+import type { ConfigTreeService } from '../areas/config-tree/config-tree-service.js';
+import type { SessionService } from '../areas/sessions/session-service.js';
 
 /** Everything the API and the workers share; built once per process by `buildServices`. */
 export interface Services {
@@ -65,4 +68,10 @@ export interface Services {
   printStatistics: PrintStatisticsService;
   /** Where printers may connect (`print.confinement` and this service's own endpoints); every print backend is built with it. */
   printConfinement: PrintConfinement;
+  /** UI panels: the read-only defaults (`/v1/ui`) and each user's own (`/v1/panels`). */
+  panels: PanelService;
+  /** The configuration tree (`/v1/config`). */
+  configTree: ConfigTreeService;
+  /** Open sessions per user (`/v1/sessions`); every authenticated request reports to it. */
+  sessions: SessionService;
 }

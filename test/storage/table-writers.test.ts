@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
  */
 const OWNERS: Readonly<Record<string, string>> = {
   commands: 'src/areas/commands/command-store.ts',
+  config_items: 'src/areas/config-tree/store/config-item-store.ts',
   connector_leases: 'src/connectors/lifecycle/lease-store.ts',
   connector_state: 'src/connectors/lifecycle/state-store.ts',
   entries: 'src/areas/repository/entry-store.ts',
@@ -21,6 +22,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   messages: 'src/areas/messages/store/message-store.ts',
   list_items: 'src/areas/lists/store/list-store.ts',
   outbox: 'src/outbox/outbox-store.ts',
+  panels: 'src/areas/panels/store/panel-store.ts',
   print_configs: 'src/areas/print/config/config-store.ts',
   print_documents: 'src/areas/print/jobs/store/job-store.ts',
   print_flows: 'src/areas/print/flows/flow-store.ts',
@@ -28,6 +30,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   print_logs: 'src/areas/print/jobs/store/job-store.ts',
   printers: 'src/areas/print/printers/printer-store.ts',
   schema_migrations: 'src/storage/migrate.ts',
+  sessions: 'src/areas/sessions/store/session-store.ts',
   task_items: 'src/areas/tasks/store/task-store.ts',
   tasks: 'src/areas/tasks/store/task-store.ts',
 };

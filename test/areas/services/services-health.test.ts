@@ -66,6 +66,7 @@ describe('health, readiness, metrics, docs', () => {
     const doc = await (await fetch(`${rt.url}/openapi/workflow-api.json`)).json() as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toContain('/services/{sid}/repo/{uuid}/content');
+    for (const p of ['/ui', '/ui/{pid}', '/panels', '/panels/{pid}', '/config', '/sessions']) expect(Object.keys(doc.paths)).toContain(p);
     const page = await fetch(`${rt.url}/docs`);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect(await page.text()).toContain('swagger-ui-bundle.js');
