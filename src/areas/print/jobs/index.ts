@@ -2,6 +2,7 @@ import { abandonDispatch, dispatchFailing, dispatchHandlers, pendingDispatch } f
 import type { Area } from '../../area.js';
 import { deleteExpiredJobs } from './store/job-store.js';
 import { printJobRoutes } from './routes.js';
+import { taskReportHandlers } from './task-reports.js';
 
 /**
  * Print jobs (`/v3/jobs/...`). Their dispatch (the `print.dispatch` handler,
@@ -11,7 +12,8 @@ import { printJobRoutes } from './routes.js';
 export const printJobsArea: Area = {
   name: 'print-jobs',
   v3: printJobRoutes,
-  jobs: dispatchHandlers,
+  // the engine's, and the reports of task jobs' states to their items (the `print` task connector)
+  jobs: (s, stopped, stopping) => ({ ...dispatchHandlers(s, stopped, stopping), ...taskReportHandlers(s) }),
   pending: pendingDispatch,
   abandon: abandonDispatch,
   failing: dispatchFailing,
