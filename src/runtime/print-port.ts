@@ -101,7 +101,13 @@ export function printPort(services: () => PortServices | undefined): PrintPort {
       if (!doc) throw new AppError('INVALID_HREF', `the print connector prints repository documents, not ${sub.href.slice(0, 200)}`, { href: sub.href.slice(0, 200) });
       // with the task's rights: the rule ItemRunner checked, applied again by the repository service itself
       const principal = runAs(task);
-      const { entry, stream } = await svc.repository.openContent(principal, doc.sid, doc.uuid);
+      const { entry, stream } = await svc.repository.openContent(principal, doc.sid, doc.uuid).catch((err: unknown) => {
+        // the item's message names the document and whom the run acts for
+        if (err instanceof AppError && ['NOT_OWNER', 'FORBIDDEN', 'ENTRY_NOT_FOUND'].includes(err.code)) {
+          throw new AppError(err.code, `document ${sub.href.slice(0, 200)} cannot be printed for ${principal.user}: ${err.message}`, err.details);
+        }
+        throw err;
+      });
       const owner = task.owner !== null && principal.identities.includes(task.owner) ? task.owner : undefined;
       try {
         const row = await svc.printJobs.submit(principal, {
