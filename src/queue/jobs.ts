@@ -48,7 +48,7 @@ export const JOBS = {
     queue: 'tasks',
     attempts: 5,
     schema: z.strictObject({
-      job: z.string().regex(/^[1-9][0-9]{0,18}$/), n: z.int().min(0), sid, tid: uuid, item: uuid, run: z.int().min(1),
+      job: z.string().regex(/^[1-9][0-9]{0,18}$/), n: z.int().min(0), sid, tid: uuid, item: uuid, run: z.int().min(0),
       // the job was deleted before it ended
       gone: z.boolean(),
     }),
