@@ -87,24 +87,13 @@ it('kill -9 of the worker while it submits: one job per item, each document prin
   console.log(`print-task-crash: ${await countJobs(tid)} jobs when killed; ${window} item(s) submitted but not handed off`);
   taker = await startTestRuntime({ shareWith: api, parts: { api: false, workers: true }, overrides: { queues: QUEUES } });
   expect((await admin.put('/v3/printers/crash%20printer/resume')).status).toBe(200);
-  const done = await taskWhen(admin, tid, 'completed', 90_000).catch(async (err) => {
-    const { rows: t } = await api.services.db.query('SELECT run, status FROM tasks WHERE tid = $1', [tid]);
-    const { rows: open } = await api.services.db.query("SELECT item, run, chunk, outcome, state, handed_off, message FROM task_items WHERE tid = $1 AND outcome <> 'done'", [tid]);
-    const { rows: j } = await api.services.db.query("SELECT id, status, task FROM print_jobs WHERE task->>'tid' = $1 AND status <> 'processed'", [tid]);
-    console.log('STUCK', JSON.stringify(t), JSON.stringify(open), JSON.stringify(j));
-    throw err;
-  });
+  const done = await taskWhen(admin, tid, 'completed', 90_000);
   expect(Object.keys(done.cstats)).toHaveLength(40);
-  const { rows } = await api.services.db.query<{ item: string; n: string }>(
+  const { rows } = await api.services.db.query<{ item: string; n: string | number }>(
     "SELECT task->>'item' AS item, count(*) AS n FROM print_jobs WHERE task->>'tid' = $1 GROUP BY 1", [tid]);
   expect(rows).toHaveLength(40);
-  const twice = rows.filter((r) => r.n !== '1');
-  if (twice.length > 0) {
-    const { rows: detail } = await api.services.db.query("SELECT id, status, task, created FROM print_jobs WHERE task->>'item' = ANY($1::text[]) ORDER BY id", [twice.map((r) => r.item)]);
-    const { rows: runs } = await api.services.db.query('SELECT run, status FROM tasks WHERE tid = $1', [tid]);
-    console.log('TWICE', JSON.stringify(detail), JSON.stringify(runs));
-  }
-  expect(twice).toEqual([]);
+  // count(*) is a bigint: a string or a number by driver
+  expect(rows.filter((r) => Number(r.n) !== 1)).toEqual([]);
   expect(new Set(rows.map((r) => r.item))).toEqual(new Set(items));
   const got = sink.received().map(String).filter((b) => b.startsWith('%PDF-1.4 document '));
   expect(got.sort()).toEqual(docs.map((_, i) => `%PDF-1.4 document ${i}`).sort());
