@@ -23,6 +23,14 @@ import { printConnectorType } from './print/print-connector.js';
 /** Every connector type, in one place. */
 export const CONNECTOR_TYPES: readonly ConnectorType[] = [storeConnectorType, filesystemConnectorType, mockConnectorType, hotfolderConnectorType, csvConnectorType, printConnectorType];
 
+/** A port the registry was not given: every call rejects, naming it. */
+function missingPort(name: string): object {
+  return new Proxy({}, {
+    // not a thenable: only method calls fail
+    get: (_target, method) => (method === 'then' ? undefined : () => Promise.reject(new Error(`the ${name} port is not available in this process (${String(method)})`))),
+  });
+}
+
 /** What the worker side hands the registry to start the running facets with. */
 export interface ConnectorRuntime {
   db: Database;
@@ -57,10 +65,8 @@ export class ConnectorRegistry {
       const type = byType.get(svc.type);
       if (!type) throw new ConfigError(`services.${sid}.type: unknown connector type "${svc.type}" (known: ${[...byType.keys()].join(', ')})`);
       try {
-        const asked = Object.fromEntries((type.ports ?? []).map((name) => {
-          if (!ports[name]) throw new ConfigError(`services.${sid}.type: connector type "${type.type}" needs the ${name} port, which this process does not offer`);
-          return [name, ports[name]];
-        })) as Partial<ServicePorts>;
+        // a port this registry was not given (one built to check the configuration, not to run it) fails when used
+        const asked = Object.fromEntries((type.ports ?? []).map((name) => [name, ports[name] ?? missingPort(name)])) as Partial<ServicePorts>;
         const connector = await type.create({ sid, config: svc, dataDir: config.dataDir, blobs, log: log.child({ sid }),
           imports: { allowPrivate: config.commands.importAllowPrivate }, ports: asked });
         services.set(sid, { connector, config: svc });
