@@ -4,6 +4,8 @@ import type { TestClient } from '../../helpers/client.js';
 import { IppEvePrinter } from '../../helpers/ippeveprinter.js';
 import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
+import { AREAS } from '../../../src/areas/index.js';
+import { reconcile } from '../../../src/worker/reconciler.js';
 import { act, entryOf, getTask, itemWhen, jobsOf, printTask, storeDocument, taskWhen, watchStates } from './helpers.js';
 
 /**
@@ -182,6 +184,21 @@ describe('print task connector', { timeout: 90_000 }, () => {
     expect(jobs.map((j) => j.task.item).sort()).toEqual([...items].sort());
     expect(jobs.every((j) => j.status === 'processed')).toBe(true);
     expect(p.received().map(String)).toEqual([pdf('p1'), pdf('p2'), pdf('p3')]);
+  });
+
+  it('a state report lost with Redis: the reconciler reports the job\'s state to its item again', async () => {
+    const p = await heldPrinter('print-task lost report');
+    const { tid, items } = await printTask(admin, 'lost report', [{ href: await stored('lost'), metadata: { printer: 'print-task lost report' } }]);
+    await act(admin, tid, 'start');
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    // the item as it was before the report of `processing` (that job gone with Redis, say)
+    await rt.services.db.query("UPDATE task_items SET state = 'waitprocessing' WHERE tid = $1", [tid]);
+    expect(entryOf((await getTask(admin, tid)).cstats, items[0]!)!.state).toBe('waitprocessing');
+    const counts = await reconcile(rt.services, AREAS);
+    expect(counts['print-jobs']?.enqueued).toBeGreaterThanOrEqual(1);
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    await ackOne(p);
+    await taskWhen(admin, tid, 'completed');
   });
 
   it('an item without a usable printer fails naming the metadata key; an unknown printer fails naming it', async () => {

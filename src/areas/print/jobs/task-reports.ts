@@ -1,8 +1,9 @@
 import { printItemReport } from '../../../connectors/print/job-report.js';
+import type { PendingJob } from '../../area.js';
 import type { JobData, JobHandlers } from '../../../queue/jobs.js';
 import type { Services } from '../../../runtime/services.js';
 import { reportForRun, settleAfter } from '../../tasks/actions/item-reporter.js';
-import { lockJobReports, taskJob } from './store/task-jobs.js';
+import { lockJobReports, staleTaskItems, taskJob } from './store/task-jobs.js';
 
 /**
  * The `print.task-report` handler: a job of a task changed (migration 021's
@@ -31,4 +32,17 @@ export async function reportTaskJob(s: Services, d: JobData<'print.task-report'>
 
 export function taskReportHandlers(s: Services): JobHandlers {
   return { 'print.task-report': (data) => reportTaskJob(s, data) };
+}
+
+/**
+ * The reconciler's source: items whose row does not show their job's state
+ * (a report Redis lost after the relay handed it over). Each gets a report
+ * of its own (`n` 0: one id per job, so a pass that finds it queued or
+ * running adds nothing); one that changes nothing is harmless.
+ */
+export async function pendingTaskReports(s: Services, limit: number): Promise<PendingJob[]> {
+  return (await staleTaskItems(s.db, limit)).map((r) => ({
+    name: 'print.task-report' as const,
+    data: { job: r.job, n: 0, sid: r.sid, tid: r.tid, item: r.item, run: Number(r.run), gone: false },
+  }));
 }

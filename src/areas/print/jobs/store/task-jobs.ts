@@ -60,3 +60,30 @@ export async function nextReportNumber(sql: Sql): Promise<number> {
   const { rows } = await sql.query<{ n: string }>(`SELECT nextval('print_task_report_seq') AS n`);
   return Number(rows[0]!.n);
 }
+
+/** A task item whose handed-off job's state its row does not show (a report lost with Redis), for the reconciler. */
+export interface StaleTaskItem {
+  job: string;
+  sid: string;
+  tid: string;
+  item: string;
+  run: number;
+}
+
+/**
+ * Items of processing or paused tasks, handed off to a print job of their
+ * run, whose row shows another state than the job has and would take its
+ * report (a paused row takes only a held or final job's): a report job Redis
+ * lost after the relay handed it over. At most `limit`.
+ */
+export async function staleTaskItems(sql: Sql, limit: number): Promise<StaleTaskItem[]> {
+  const { rows } = await sql.query<StaleTaskItem>(
+    `SELECT j.id::text AS job, k.sid, t.tid::text AS tid, t.item::text AS item, t.run
+     FROM task_items t
+     JOIN tasks k ON k.tid = t.tid AND k.run = t.run AND k.status IN ('processing', 'paused')
+     JOIN print_jobs j ON j.task ? 'run' AND j.task->>'tid' = t.tid::text AND j.task->>'item' = t.item::text AND j.task->>'run' = t.run::text
+     WHERE t.handed_off AND t.outcome IN ('queued', 'running', 'paused') AND t.state IS DISTINCT FROM j.status
+       AND (t.outcome <> 'paused' OR j.status IN ('paused', 'processed', 'canceled', 'error'))
+     ORDER BY t.tid, t.item LIMIT $1`, [limit]);
+  return rows;
+}
