@@ -5,7 +5,7 @@ import { Permissions } from '../auth/permissions.js';
 import { Policy } from '../auth/policy.js';
 import { TokenVerifier } from '../auth/token-verifier.js';
 import { DevIssuer } from '../auth/dev-issuer.js';
-import { ConnectorRegistry } from '../connectors/registry.js';
+import { CONNECTOR_TYPES, ConnectorRegistry } from '../connectors/registry.js';
 import { RepositoryService } from '../areas/repository/repository-service.js';
 import { CommandService } from '../areas/commands/command-service.js';
 import { TaskService } from '../areas/tasks/task-service.js';
@@ -33,6 +33,7 @@ import { DefaultPanels } from '../areas/panels/default-panels.js';
 import { NO_PANEL_EVENTS } from '../areas/panels/panel-events.js';
 import { ConfigTreeService } from '../areas/config-tree/config-tree-service.js';
 import { SessionService } from '../areas/sessions/session-service.js';
+import { printPort } from './print-port.js';
 
 /** `http://host:port`, with IPv6 literals bracketed. */
 export function httpOrigin(host: string, port: number): string {
@@ -54,8 +55,10 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
   const blobs = new BlobStore(path.join(config.dataDir, 'blobs'));
   const swept = await blobs.init();
   if (swept.removed > 0) log.info({ removed: swept.removed, bytes: swept.bytes, dir: 'blobs/tmp' }, 'removed part files left by stopped processes');
-  // connector options are checked before anything slow is opened: a bad service fails the start at once
-  const registry = await ConnectorRegistry.create(config, blobs, log);
+  // connector options are checked before anything slow is opened: a bad service fails the start at once;
+  // the ports connectors ask for reach the services once they are built below
+  let built: Services | undefined;
+  const registry = await ConnectorRegistry.create(config, blobs, log, CONNECTOR_TYPES, { print: printPort(() => built) });
   const db = await openDatabase(config);
   const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }), lockDurationMs: config.queues.lockDurationMs });
   try {
@@ -97,7 +100,7 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
     // the confinement rule for every print backend, knowing this service's own endpoints (the API at the port it listens on)
     const printConfinement = new PrintConfinement(confinementRules(config, port));
     const print = { config, log, db, blobs, outbox, policy, printConfinement };
-    return {
+    built = {
       config, log, db, blobs, queue, outbox, relay, metrics, permissions, policy, verifier, devIssuer, registry, repository, commands, tasks, taskLists, taskActions, lists, messages, functions, printConfinement,
       printJobs: new PrintJobService(print), printers: new PrinterService(print), printFlows: new FlowService(print),
       printConfig: new PrintConfigService(print), printStatistics: new PrintStatisticsService(print),
@@ -106,6 +109,9 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
       configTree: new ConfigTreeService({ db, policy }),
       sessions: new SessionService({ db, policy, log: log.child({ component: 'sessions' }) }),
     };
+    // what the services need before requests come (the print services' printers, created when missing)
+    await registry.prepare();
+    return built;
   } catch (err) {
     await queue.close().catch(() => {});
     await db.close().catch(() => {});

@@ -323,3 +323,18 @@ export async function failChunk(sql: Sql, tid: string, run: number, chunk: numbe
     [tid, run, chunk, message.slice(0, 2000)]);
   return rowCount;
 }
+
+/**
+ * What became of the handed-off work of an item its task's abort closed
+ * (`aborted`, final): the state, href and message of the report are shown
+ * in `cstats`, the outcome stays `aborted` (a print job that was being
+ * delivered when the task was aborted, then printed). False when the row is
+ * not aborted under `run`.
+ */
+export async function noteAbortedItem(sql: Sql, tid: string, run: number, r: ItemReport): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET job_id = $4, state = $5, href = COALESCE($6, href), message = $7, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome = 'aborted'`,
+    [tid, r.item, run, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
+  return rowCount > 0;
+}
