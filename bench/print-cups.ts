@@ -257,7 +257,9 @@ try {
   const fileOf = (n: number) => path.join(files, `job-${n}`);
   // warm-up, not timed: the server's first requests and statements (compilation, plans), cupsd's first jobs
   const warm = Math.min(40, JOBS);
-  await withClients(warm, 4, submitter(server, new http.Agent({ keepAlive: true, maxSockets: 4 }), (n) => `bench${n % PRINTERS}`, base));
+  const warmAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  agents.push(warmAgent);
+  await withClients(warm, 4, submitter(server, warmAgent, (n) => `bench${n % PRINTERS}`, base));
   received += warm;
   base += warm;
   if (cups) {
