@@ -34,6 +34,7 @@
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -42,7 +43,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { IppEvePrinter } from '../test/helpers/ippeveprinter.js';
-import { compileServers, expectStatus, fmt, printTable, requestJson, spawnServer, writeResult, type ChildServer, type TargetResult } from './lib.js';
+import { compileServers, expectStatus, fmt, pgCpuMeter, printTable, requestJson, spawnServer, writeResult, type ChildServer, type TargetResult } from './lib.js';
 import { startSinks, waitReceived, withClients, type Sinks } from './sinks.js';
 
 const { values: args } = parseArgs({
@@ -73,6 +74,47 @@ const quantile = (xs: number[], q: number) => {
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 };
 
+/** CPU seconds of a process and of its children it waited for (utime, stime, cutime, cstime of /proc/<pid>/stat). */
+function cpuWithChildren(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return (Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
+}
+
+/** This process's waited-for children's CPU seconds (cutime, cstime): the `lp` processes it ran. */
+function childrenCpu(): number {
+  const f = readFileSync('/proc/self/stat', 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[13]) + Number(rest[14])) / 100;
+}
+
+/**
+ * CPU a system spends on a phase, in seconds (`system`): the project's server
+ * process and its PostgreSQL backends (found by application_name, its
+ * schema); CUPS's cupsd with the backends it ran (its children). `clients`:
+ * the `lp` processes (CUPS's clients; the project's HTTP clients run in this
+ * process and are not counted). The sinks are left out on both sides. On a
+ * machine shared with other work this moves much less than jobs per second.
+ */
+interface CpuMeter {
+  stop(): Promise<{ system: number; clients: number }>;
+}
+async function cpuMeter(what: { server: ChildServer; db: pg.Client } | { cupsd: number }): Promise<CpuMeter> {
+  if ('cupsd' in what) {
+    const t0 = cpuWithChildren(what.cupsd);
+    const c0 = childrenCpu();
+    return { stop: async () => ({ system: cpuWithChildren(what.cupsd) - t0, clients: childrenCpu() - c0 }) };
+  }
+  const pgMeter = pgCpuMeter(what.db, what.server.info.schema!);
+  await pgMeter.ready();
+  const t0 = cpuWithChildren(what.server.info.pid);
+  return { stop: async () => ({ system: cpuWithChildren(what.server.info.pid) - t0 + (await pgMeter.stop()), clients: 0 }) };
+}
+
 interface Phase {
   clients: number;
   jobs: number;
@@ -83,11 +125,15 @@ interface Phase {
   /** One submission's time (an `lp` process, or one HTTP request), ms. */
   p50: number;
   p99: number;
+  /** CPU ms per job of the system under test, and of CUPS's `lp` processes (cpuMeter). */
+  cpuMsPerJob: number;
+  clientCpuMsPerJob: number;
 }
 
 /** Times `count` submissions by `clients` at once, from the first to the last job received at the sinks (`done`). */
-async function phase(clients: number, count: number, submitOne: (i: number) => Promise<void>, done: () => Promise<void>): Promise<Phase> {
+async function phase(clients: number, count: number, submitOne: (i: number) => Promise<void>, done: () => Promise<void>, meter: () => Promise<CpuMeter>): Promise<Phase> {
   const took: number[] = [];
+  const cpu = await meter();
   const t0 = performance.now();
   await withClients(count, clients, async (i) => {
     const s = performance.now();
@@ -97,7 +143,10 @@ async function phase(clients: number, count: number, submitOne: (i: number) => P
   const submitted = (performance.now() - t0) / 1000;
   await done();
   const seconds = (performance.now() - t0) / 1000;
-  return { clients, jobs: count, seconds, perSecond: count / seconds, submittedPerSecond: count / submitted, p50: quantile(took, 0.5), p99: quantile(took, 0.99) };
+  const used = await cpu.stop();
+  const cpuMsPerJob = (used.system * 1000) / count;
+  const clientCpuMsPerJob = (used.clients * 1000) / count;
+  return { clients, jobs: count, seconds, perSecond: count / seconds, submittedPerSecond: count / submitted, p50: quantile(took, 0.5), p99: quantile(took, 0.99), cpuMsPerJob, clientCpuMsPerJob };
 }
 
 // ---------------------------------------------------------------- CUPS
@@ -131,6 +180,7 @@ const freePort = () => new Promise<number>((resolve) => {
 });
 
 interface Cups {
+  pid: number;
   env: NodeJS.ProcessEnv;
   queues: string[];
   stop(): Promise<void>;
@@ -178,7 +228,7 @@ async function startCups(sinkPorts: number[]): Promise<Cups> {
   // raw queues: no filter, CUPS's socket backend sends the file as it is (deprecated in CUPS 2.4, still what a raw printer is)
   for (const [i, p] of sinkPorts.entries()) await run('lpadmin', ['-p', queues[i]!, '-E', '-v', `socket://127.0.0.1:${p}`, '-m', 'raw'], env);
   return {
-    env, queues,
+    pid: child.pid!, env, queues,
     async stop() {
       child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -250,6 +300,8 @@ const project: Phase[] = [];
 const cupsPhases: Phase[] = [];
 let ipp: (Phase & { printers: number; toProcessedSeconds: number; secondsPerJobPerPrinter: number }) | undefined;
 let base = 0;
+const monitor = new pg.Client({ connectionString: DB_URL });
+await monitor.connect();
 try {
   for (const [i, p] of sinks.ports.entries()) await addPrinter(server, `bench${i}`, `socket://127.0.0.1:${p}`);
   // the jobs' files for lp (the same bytes the project gets)
@@ -275,7 +327,7 @@ try {
       for (let i = 0; i < JOBS; i++) await writeFile(fileOf(base + i), payload(base + i));
       const from = base;
       const target = received + JOBS;
-      cupsPhases.push(await phase(c, JOBS, (i) => run('lp', ['-d', cups.queues[(from + i) % PRINTERS]!, '-t', `job-${from + i}`, fileOf(from + i)], cups.env), () => waitReceived(sinks, target)));
+      cupsPhases.push(await phase(c, JOBS, (i) => run('lp', ['-d', cups.queues[(from + i) % PRINTERS]!, '-t', `job-${from + i}`, fileOf(from + i)], cups.env), () => waitReceived(sinks, target), () => cpuMeter({ cupsd: cups.pid })));
       received = target;
       base += JOBS;
       console.log(`CUPS, ${c} submitters: ${fmt(cupsPhases.at(-1)!.perSecond)} jobs/s`);
@@ -283,7 +335,7 @@ try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: c });
     agents.push(agent);
     const target = received + JOBS;
-    project.push(await phase(c, JOBS, submitter(server, agent, (n) => `bench${n % PRINTERS}`, base), () => waitReceived(sinks, target)));
+    project.push(await phase(c, JOBS, submitter(server, agent, (n) => `bench${n % PRINTERS}`, base), () => waitReceived(sinks, target), () => cpuMeter({ server, db: monitor })));
     received = target;
     base += JOBS;
     console.log(`project, ${c} clients: ${fmt(project.at(-1)!.perSecond)} jobs/s`);
@@ -306,7 +358,7 @@ try {
         if (i % 25 === 24) await processedCount(server, 'ipp');
         await new Promise((res) => setTimeout(res, 20));
       }
-    });
+    }, () => cpuMeter({ server, db: monitor }));
     // the printer has each document at once; the job is `processed` once followed to `completed`
     while ((await processedCount(server, 'ipp')) < IPP_JOBS) await new Promise((res) => setTimeout(res, 50));
     const toProcessedSeconds = (performance.now() - t0) / 1000;
@@ -315,6 +367,7 @@ try {
   }
 } finally {
   for (const a of agents) a.destroy();
+  await monitor.end();
   await server.stop();
   await cups?.stop();
   for (const p of ipps) await p.close();
@@ -326,10 +379,10 @@ const rows = CLIENTS.map((c, i) => {
   const p = project[i]!;
   const k = cupsPhases[i];
   return [String(c), fmt(p.perSecond, 1), k ? fmt(k.perSecond, 1) : '–', k ? fmt(p.perSecond / k.perSecond, 2) : '–', fmt(p.submittedPerSecond, 0), `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)}`,
-    k ? `${fmt(k.p50, 1)} / ${fmt(k.p99, 1)}` : '–'];
+    k ? `${fmt(k.p50, 1)} / ${fmt(k.p99, 1)}` : '–', fmt(p.cpuMsPerJob, 2), k ? `${fmt(k.cpuMsPerJob, 2)} (+ lp ${fmt(k.clientCpuMsPerJob, 2)})` : '–'];
 });
 console.log(`${JOBS} jobs of ${BYTES} bytes to ${PRINTERS} raw-socket printers (TCP sinks), first submission to last byte received`);
-printTable(['submitters', 'project jobs/s', 'CUPS jobs/s', 'project / CUPS', 'project submissions/s', 'project request ms p50 / p99', 'CUPS lp ms p50 / p99'], rows);
+printTable(['submitters', 'project jobs/s', 'CUPS jobs/s', 'project / CUPS', 'project submissions/s', 'project request ms p50 / p99', 'CUPS lp ms p50 / p99', 'project CPU ms/job (server + PG)', 'CUPS CPU ms/job (cupsd + backends)'], rows);
 if (ipp) {
   console.log(`ippeveprinter (project only): ${IPP_JOBS} jobs to ${IPP_PRINTERS} printers, ${CLIENTS[0]} clients: ${fmt(ipp.perSecond, 1)} jobs/s to the last document spooled, `
     + `${fmt(IPP_JOBS / ipp.toProcessedSeconds, 1)} jobs/s to the last processed; ${fmt(ipp.secondsPerJobPerPrinter * 1000, 0)} ms per job per printer`);
