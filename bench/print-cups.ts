@@ -300,6 +300,7 @@ const project: Phase[] = [];
 const cupsPhases: Phase[] = [];
 let ipp: (Phase & { printers: number; toProcessedSeconds: number; secondsPerJobPerPrinter: number }) | undefined;
 let base = 0;
+let idleCores = NaN;
 const monitor = new pg.Client({ connectionString: DB_URL });
 await monitor.connect();
 try {
@@ -307,6 +308,10 @@ try {
   // the jobs' files for lp (the same bytes the project gets)
   const files = await mkdtemp(path.join(os.tmpdir(), 'wcr-bench-cups-jobs-'));
   const fileOf = (n: number) => path.join(files, `job-${n}`);
+  // the server's CPU while idle (relay sweeps, reconciler, housekeeping), to read the phases' CPU per job net of it
+  const idleMeter = await cpuMeter({ server, db: monitor });
+  await new Promise((r) => setTimeout(r, 10_000));
+  idleCores = (await idleMeter.stop()).system / 10;
   // warm-up, not timed: the server's first requests and statements (compilation, plans), cupsd's first jobs
   const warm = Math.min(40, JOBS);
   const warmAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
@@ -387,8 +392,9 @@ if (ipp) {
   console.log(`ippeveprinter (project only): ${IPP_JOBS} jobs to ${IPP_PRINTERS} printers, ${CLIENTS[0]} clients: ${fmt(ipp.perSecond, 1)} jobs/s to the last document spooled, `
     + `${fmt(IPP_JOBS / ipp.toProcessedSeconds, 1)} jobs/s to the last processed; ${fmt(ipp.secondsPerJobPerPrinter * 1000, 0)} ms per job per printer`);
 }
+console.log(`server + PostgreSQL CPU while idle: ${fmt(idleCores, 3)} cores; project CPU ms/job net of it: ${project.map((p) => fmt(p.cpuMsPerJob - (idleCores * p.seconds * 1000) / p.jobs, 2)).join(', ')}`);
 console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
-const figures = { bench: 'print-cups', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, project, cups: cupsPhases, ipp };
+const figures = { bench: 'print-cups', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, idleCores, project, cups: cupsPhases, ipp };
 console.log(JSON.stringify(figures));
 
 const at = (c: number) => CLIENTS.indexOf(c);
