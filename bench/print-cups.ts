@@ -30,12 +30,16 @@
  * tests never need CUPS. ippeveprinter needs `cups-ipp-utils` with D-Bus and
  * avahi-daemon running (scripts/lib/common.sh ensure_ipp_printer).
  *
- * Run: npm run bench:print-cups [-- --jobs 2000 --printers 20 --bytes 20480 --clients 4,16 --ipp-printers 4 --ipp-jobs 200 --cups on|off --ipp on|off --server compiled|tsx]
+ * `--count-sql`: the server's statements (the ten most frequent with their
+ * mean round trip), socket writes by peer and mean request time, per job, in
+ * each project phase.
+ *
+ * Run: npm run bench:print-cups [-- --count-sql --jobs 2000 --printers 20 --bytes 20480 --clients 4,16 --ipp-printers 4 --ipp-jobs 200 --cups on|off --ipp on|off --server compiled|tsx]
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -57,6 +61,8 @@ const { values: args } = parseArgs({
     cups: { type: 'string', default: 'on' },
     ipp: { type: 'string', default: 'on' },
     server: { type: 'string', default: 'compiled' },
+    // the server's statements, round trips and socket writes per job in each project phase (bench/server.ts --count-sql)
+    'count-sql': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -292,7 +298,30 @@ const LOAD_BEFORE = os.loadavg();
 const sinks: Sinks = await startSinks(PRINTERS);
 let received = 0;
 const compiled = args.server === 'compiled' ? await compileServers() : undefined;
-const server = await spawnServer('bench/server.ts', ['--log-level', 'warn'], [], { compiledDir: compiled?.dir, timeoutMs: 120_000 });
+const countFile = path.join(os.tmpdir(), `wcr-bench-cups-sql-${process.pid}.json`);
+const server = await spawnServer('bench/server.ts', ['--log-level', 'warn', ...(args['count-sql'] ? ['--count-sql', countFile] : [])], [], { compiledDir: compiled?.dir, timeoutMs: 120_000 });
+
+/** With --count-sql: what the server counted since the last call (SIGUSR2 writes it and starts again), per job of `jobs`. */
+async function serverCounts(jobs: number): Promise<Record<string, unknown> | undefined> {
+  if (!args['count-sql']) return undefined;
+  await rm(countFile, { force: true });
+  server.child.kill('SIGUSR2');
+  let text: string | undefined;
+  for (let i = 0; i < 200 && !text; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    text = await readFile(countFile, 'utf8').catch(() => undefined);
+  }
+  if (!text) throw new Error('bench/server.ts wrote no --count-sql figures');
+  const c = JSON.parse(text) as { counts: Record<string, number>; millis: Record<string, number>; sockets: { writes: Record<string, number> }; requests: { n: number; ms: number } };
+  const per = (n: number) => Math.round((n / jobs) * 100) / 100;
+  const total = Object.values(c.counts).reduce((a, b) => a + b, 0);
+  return {
+    statementsPerJob: per(total),
+    topStatementsPerJob: Object.fromEntries(Object.entries(c.counts).slice(0, 10).map(([k, v]) => [k, { perJob: per(v), msEach: Math.round(((c.millis[k] ?? 0) / v) * 100) / 100 }])),
+    socketWritesPerJob: Object.fromEntries(Object.entries(c.sockets.writes).map(([k, v]) => [k, per(v)])),
+    requestMsMean: c.requests.n ? Math.round((c.requests.ms / c.requests.n) * 100) / 100 : NaN,
+  };
+}
 const cups = args.cups === 'off' ? undefined : await startCups(sinks.ports);
 const agents: http.Agent[] = [];
 const ipps: IppEvePrinter[] = [];
@@ -340,10 +369,13 @@ try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: c });
     agents.push(agent);
     const target = received + JOBS;
+    await serverCounts(1);
     project.push(await phase(c, JOBS, submitter(server, agent, (n) => `bench${n % PRINTERS}`, base), () => waitReceived(sinks, target), () => cpuMeter({ server, db: monitor })));
     received = target;
     base += JOBS;
-    console.log(`project, ${c} clients: ${fmt(project.at(-1)!.perSecond)} jobs/s`);
+    const counted = await serverCounts(JOBS);
+    if (counted) Object.assign(project.at(-1)!, { server: counted });
+    console.log(`project, ${c} clients: ${fmt(project.at(-1)!.perSecond)} jobs/s${counted ? ` ${JSON.stringify(counted)}` : ''}`);
   }
   await rm(files, { recursive: true, force: true });
 
