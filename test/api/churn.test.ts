@@ -62,6 +62,15 @@ beforeAll(async () => {
       RETURN OLD;
     END $$;
     CREATE TRIGGER churn_check_delete AFTER DELETE ON entries FOR EACH ROW EXECUTE FUNCTION churn_check_delete();
+    -- when each run began (the start's transaction): an input item created before it must be in it
+    CREATE TABLE churn_runs (tid uuid, at timestamptz);
+    CREATE FUNCTION churn_note_run() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO churn_runs VALUES (NEW.tid, now());
+      RETURN NEW;
+    END $$;
+    CREATE TRIGGER churn_note_run AFTER UPDATE OF status ON tasks FOR EACH ROW
+      WHEN (NEW.status = 'processing' AND OLD.status <> 'processing') EXECUTE FUNCTION churn_note_run();
   `);
   for (let i = 0; i < 3; i++) sinks.push(await TcpSink.start({ ackDelayMs: 30 }));
 }, 180_000);
@@ -193,6 +202,13 @@ describe('churn: tasks, documents and print jobs changed at once', () => {
       if (!row || !['done', 'failed', 'aborted'].includes(row.outcome)) leftOut.push(`${tid}/${item}: ${row?.outcome ?? 'no run'}`);
     }
     expect(leftOut).toEqual([]);
+    // the same, to the transaction: an input item created before its task's last run began is in that run
+    // (an append that races a start either goes first and is run, or waits and answers 409)
+    const missed = await db.query(`SELECT l.tid, li.id FROM list_items li JOIN lists l ON l.lid = li.lid AND l.kind = 'input'
+      WHERE li.created < (SELECT max(at) FROM churn_runs r WHERE r.tid = l.tid)
+        AND NOT EXISTS (SELECT 1 FROM task_items ti WHERE ti.tid = l.tid AND ti.item = li.id)`);
+    expect(missed.rows, 'items accepted before a run began and left out of it').toEqual([]);
+    expect([...items.values()].filter((r) => !['done', 'failed', 'aborted'].includes(r.outcome)), 'items never finished').toEqual([]);
     expect([...effects].filter(([, n]) => n > 1), 'effects counted twice').toEqual([]);
     const doneWithoutEffect = [...items.values()].filter((r) => r.outcome === 'done' && effects.get(r.item) !== 1);
     expect(doneWithoutEffect, 'done items whose effect is not counted once').toEqual([]);
