@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../../../errors/app-error.js';
 import { ConfinementError, type PrintConfinement, type PrintTarget } from '../confinement.js';
 import { codeOf, connectFailure, IdleTimeout } from '../network-errors.js';
+import { watchProgress } from '../progress-timeout.js';
 import {
   PrintDeliveryError, type Acknowledgement, type PhysicalState, type PrintBackend, type PrintBackendContext, type PrintBackendType, type PrintTicket,
 } from '../print-backend.js';
@@ -25,9 +26,6 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
  * `uncertain` (the device may print part or all of it). Copies are the
  * document's business on a raw socket (the device prints what it gets once).
  */
-/** Largest single write to the device: the unit in which the idle timer sees progress. */
-const PIECE_BYTES = 64 * 1024;
-
 export class SocketBackend implements PrintBackend {
   readonly connection: string;
   private readonly connectTimeoutMs: number;
@@ -58,7 +56,6 @@ export class SocketBackend implements PrintBackend {
     }
     // from here on, every error of the socket has a listener until it is destroyed
     let failure: unknown;
-    let idleTimer: NodeJS.Timeout | undefined;
     let onIdle = () => {};
     const failed = new Promise<never>((_, reject) => {
       socket.on('error', (err) => {
@@ -77,32 +74,21 @@ export class SocketBackend implements PrintBackend {
       };
       signal.addEventListener('abort', onAbort, { once: true });
       socket.once('close', () => {
-        clearTimeout(idleTimer);
         signal.removeEventListener('abort', onAbort);
         reject(failure ?? new Error('the device closed the connection before the job was sent'));
       });
     });
     failed.catch(() => {});
-    // Idle means no progress: the timer starts again whenever a piece of the job has been taken by
-    // the kernel (its write completed) or the device sent something. Node's own socket timeout
-    // re-arms itself once while a write is pending, so a large write that stalled failed only after
-    // twice the idle time. Pieces of PIECE_BYTES make the progress of a large chunk visible.
-    const progress = () => {
-      if (socket.destroyed) return;
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(onIdle, this.idleTimeoutMs);
-    };
-    progress();
+    // idle means no progress (a piece of the job taken, anything from the device), not socket silence
+    const watch = watchProgress(socket, this.idleTimeoutMs, () => onIdle());
     // back-channel data (status, PJL answers) is read and dropped, so the device's end is seen
-    socket.on('data', progress);
+    socket.resume();
     let sent = 0;
     try {
       for await (const chunk of content as AsyncIterable<Buffer>) {
         if (failure !== undefined) throw failure;
         sent += chunk.length;
-        let more = true;
-        for (let at = 0; at < chunk.length; at += PIECE_BYTES) more = socket.write(chunk.subarray(at, at + PIECE_BYTES), progress);
-        if (!more) await Promise.race([new Promise((r) => socket.once('drain', r)), failed]);
+        if (!watch.write(chunk)) await Promise.race([new Promise((r) => socket.once('drain', r)), failed]);
       }
       if (failure !== undefined) throw failure;
       // half-close: the device has the whole job and says so by closing its side
