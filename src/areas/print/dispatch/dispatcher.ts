@@ -100,7 +100,6 @@ export class Dispatcher {
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
     const { db, outbox } = this.deps;
     const stopping = () => this.deps.stopping?.aborted === true;
-    const claim = (): Promise<Step> => (stopping() ? Promise.resolve(STOP) : db.transaction((tx) => claimNext(tx, outbox, printer)));
     if (stopping()) throw this.stopError(printer);
     let step: Step = await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
@@ -129,7 +128,7 @@ export class Dispatcher {
           throw new RunAgainError(step.delayMs, `printer "${printer}" waits ${step.delayMs} ms for job ${step.job.id}`);
         case 'preprocess':
           await this.preprocess(step.job, ctx.signal);
-          step = await claim();
+          step = stopping() ? STOP : await this.claimStepByStep(printer, ctx.signal, step.job, false, true);
           break;
         case 'deliver': {
           const after = await this.deliver(step.job, step.printer, ctx.signal, step.document);
@@ -275,7 +274,7 @@ export class Dispatcher {
       }
       if (next) return { next };
       if (this.deps.stopping?.aborted) return { next: STOP };
-      return { next: (retried ? await this.handedOffUnseen(job, signal) : undefined) ?? await this.claimStepByStep(job.printer) };
+      return { next: await this.claimStepByStep(job.printer, signal, job, retried) };
     }
     const recorded = await this.persistOutcome(job, signal, (attempt) => db.transaction(async (tx): Promise<{ retryInMs: number } | { next?: Step }> => {
       const outcome = await this.recordOutcome(tx, job, printer, failure);
@@ -293,26 +292,22 @@ export class Dispatcher {
     }));
     if ('retryInMs' in recorded) return { retryInMs: recorded.retryInMs };
     if (recorded.next) return { next: recorded.next };
-    return { next: (await this.handedOffUnseen(job, signal)) ?? await this.claimStepByStep(job.printer) };
+    return { next: await this.claimStepByStep(job.printer, signal, job, true) };
   }
 
   /**
-   * After an outcome written again: its first try may have committed unseen
-   * (the connection lost with the answer to COMMIT), and with it the hand-off
-   * of the printer's next job. That job is this run's (one run per printer,
-   * under the dispatch lock), in `processing` with its mark, and not a byte
-   * of it was sent: it is delivered now, in its turn. Left alone, the next
-   * run's recovery would call it "delivery uncertain" (seen under repeated
-   * PostgreSQL outages in test/areas/print/dispatch/print-faults).
+   * A job of the printer in `processing` with its hand-off mark, other than
+   * `done` (whose outcome is written): a hand-off committed unseen by a write
+   * whose answer was lost (the connection cut with the answer to COMMIT) and
+   * tried again. It is this run's (one run per printer, under the dispatch
+   * lock) and not a byte of it was sent, so it is delivered in its turn; left
+   * alone, the next run's recovery would call it "delivery uncertain" (seen
+   * under repeated PostgreSQL outages in test/areas/print/dispatch/print-faults).
    */
-  private async handedOffUnseen(done: PrintJobRow, signal: AbortSignal): Promise<Step | undefined> {
-    const { step } = await this.persistOutcome(done, signal, () => this.deps.db.transaction(async (tx): Promise<{ step?: Step }> => {
-      await lockPrinterDispatch(tx, done.printer);
-      const job = (await inFlightJobs(tx, done.printer)).find((j) => j.id !== done.id && j.status === 'processing' && j.handoff_at !== null);
-      const printer = job ? await getPrinter(tx, done.printer) : undefined;
-      return job && printer ? { step: { kind: 'deliver', job, printer } } : {};
-    }));
-    return step;
+  private async handedOffUnseen(tx: Sql, printer: string, done: PrintJobRow | undefined): Promise<NextStep | undefined> {
+    const job = (await inFlightJobs(tx, printer)).find((j) => j.id !== done?.id && j.status === 'processing' && j.handoff_at !== null);
+    const row = job ? await getPrinter(tx, printer) : undefined;
+    return job && row ? { kind: 'deliver', job, printer: row } : undefined;
   }
 
   /**
@@ -349,7 +344,7 @@ export class Dispatcher {
         return { ...(await write(attempt)), retried: attempt > 1 };
       } catch (err) {
         if (err instanceof AppError || signal.aborted || Date.now() + wait > deadline) throw err;
-        if (attempt === 1) this.deps.log.warn({ err, printer: job.printer, job: job.id }, 'the outcome of a delivery cannot be written; kept and written again when the database answers');
+        if (attempt === 1) this.deps.log.warn({ err, printer: job.printer, job: job.id }, 'a dispatch write (an outcome or a hand-off) was not taken by the database; kept and tried again when it answers');
         await sleep(wait, undefined, { signal }).catch(() => undefined);
         if (signal.aborted) throw err;
         wait = Math.min(wait * 2, 5000);
@@ -357,9 +352,22 @@ export class Dispatcher {
     }
   }
 
-  /** The next step when the fused statement handed nothing off (held, redirected, empty, not yet due, a flow to run). */
-  private claimStepByStep(printer: string): Promise<NextStep> {
-    return this.deps.db.transaction((tx) => this.claimIn(tx, printer));
+  /**
+   * The next step when the fused statement handed nothing off (held,
+   * redirected, empty, not yet due, a flow to run, a write tried again). A
+   * claim the database does not answer is tried again like an outcome; a try
+   * after a write that may have committed unseen (`lookFirst`, and every
+   * claim tried again) first takes the hand-off that write made
+   * (`handedOffUnseen`). `done`: the job whose outcome is written (never
+   * taken as unseen), or the job just preprocessed (which may be the one).
+   */
+  private async claimStepByStep(printer: string, signal: AbortSignal, done: PrintJobRow, lookFirst: boolean, doneOpen = false): Promise<NextStep> {
+    const { step } = await this.persistOutcome(done, signal, (attempt) => this.deps.db.transaction(async (tx) => {
+      await lockPrinterDispatch(tx, printer);
+      const unseen = lookFirst || attempt > 1 ? await this.handedOffUnseen(tx, printer, doneOpen ? undefined : done) : undefined;
+      return { step: unseen ?? await this.claimIn(tx, printer) };
+    }));
+    return step;
   }
 
   private async claimIn(tx: Sql, printer: string): Promise<NextStep> {
