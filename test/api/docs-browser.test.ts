@@ -56,7 +56,7 @@ async function openDocs(which: 'workflow' | 'print'): Promise<Page> {
     await page.select('.topbar select', '/openapi/print-api.json');
   }
   const title = which === 'print' ? 'Print Job Management API' : 'Document Workflow API';
-  await page.waitForFunction((t) => document.querySelector('.information-container .title')?.textContent?.includes(t), { timeout: 30_000 }, title);
+  await page.waitForFunction(`document.querySelector('.information-container .title')?.textContent?.includes(${JSON.stringify(title)})`, { timeout: 30_000 });
   await page.waitForSelector('.opblock', { timeout: 30_000 });
   return page;
 }
