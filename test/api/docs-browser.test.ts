@@ -5,6 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOpenApi } from '../../src/api/docs/routes.js';
+import { QUEUE_NAMES } from '../../src/queue/jobs.js';
 import type { TestClient } from '../helpers/client.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -124,6 +125,20 @@ describe('/docs in Chromium', () => {
     const res = await tryItOut(page, 'operations-jobs-getV3Jobs');
     expect(res.status).toBe('200');
     expect(res.body).toContain('"printer": "docs-printer"');
+    await page.close();
+  }, 120_000);
+
+  it('the queue dashboard: an admin signs in at /admin/queues/login with a pasted token and sees the queues', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${rt.client.baseUrl}/admin/queues/login`, { waitUntil: 'networkidle0' });
+    expect(await page.$eval('body', (e) => e.textContent ?? '')).toContain('npx wcr token --roles admin');
+    await page.type('#t', token);
+    await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click('button[type=submit]')]);
+    expect(new URL(page.url()).pathname).toBe('/admin/queues');
+    // bull-board's page (rendered by its script) lists every queue of the deployment
+    const html = await (await fetch(`${rt.client.baseUrl}/admin/queues`, { headers: { authorization: `Bearer ${token}` } })).text();
+    await page.waitForFunction(`${JSON.stringify(QUEUE_NAMES)}.every((q) => document.body.textContent.includes(q))`, { timeout: 30_000 });
+    expect(QUEUE_NAMES.filter((q) => html.includes(`>${q}<`))).toEqual([]); // not in the served HTML: the script drew them
     await page.close();
   }, 120_000);
 
