@@ -47,7 +47,9 @@ export function listCommands(program: Command): void {
         },
       });
       try {
-        const source = createReadStream(file).pipe(counted);
+        const input = createReadStream(file);
+        input.on('error', (err) => counted.destroy(err)); // a read error ends the upload (and the request) with it
+        const source = input.pipe(counted);
         const list = await api.json<List>('POST', '/v1/lists', { stream: source, contentType: FORMATS[name] });
         bar.update(size, Math.max(size, 1), 'imported');
         bar.stop();
