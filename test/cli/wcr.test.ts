@@ -61,7 +61,8 @@ const api = async (method: string, p: string, body?: string, type = 'application
   return { status: res.status, body: await res.json() as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
 };
 
-describe('wcr', () => {
+// each test runs 5 to 20 CLI processes (a Node start each, about half a second on a quiet machine)
+describe('wcr', { timeout: 120_000 }, () => {
   it('has --help on every command', async () => {
     const commands = [[], ['token'], ['jobs'], ['jobs', 'list'], ['jobs', 'watch'], ['jobs', 'cancel'], ['jobs', 'repeat'],
       ['printers'], ['printers', 'list'], ['printers', 'add'], ['printers', 'pause'], ['printers', 'resume'], ['printers', 'check'],

@@ -83,9 +83,13 @@ describe('task progress', () => {
   it('a handed-off item counts when its late final report comes; a pause and an abort count nothing', async () => {
     const t = await create([item(0), item(1, { mock: { handOff: true } })]);
     await start(t.tid);
-    await eventually(async () => ((await read(t.tid)).progress.done === 1 ? true : undefined), 20_000, 50);
+    // item 0 done, item 1 handed off (marked once runItem returned without a final report)
+    const handedOff = await eventually(async () => {
+      const { rows } = await rt.services.db.query<{ item: string }>(`SELECT item FROM task_items WHERE tid = $1 AND handed_off`, [t.tid]);
+      return rows[0];
+    }, 20_000, 50);
+    const rows = [handedOff];
     expect(await read(t.tid)).toMatchObject({ status: 'processing', progress: { total: 2, done: 1, failed: 0 } });
-    const { rows } = await rt.services.db.query<{ item: string }>(`SELECT item FROM task_items WHERE tid = $1 AND handed_off`, [t.tid]);
     const reporter = itemReporter(rt.services.db);
     await reporter.report(t.tid, { item: rows[0]!.item, jobId: 'late', state: 'failed', outcome: 'failed', message: 'jammed' });
     await reporter.report(t.tid, { item: rows[0]!.item, jobId: 'late', state: 'done', outcome: 'done' }); // refused: final already
@@ -100,13 +104,17 @@ describe('task progress', () => {
   });
 
   it('an abandoned job fails its open items into the count', async () => {
-    const t = await create([item(0, { mock: { delayMs: 60_000 } }), item(1, { mock: { delayMs: 60_000 } })]);
-    await start(t.tid);
-    expect((await api.post(`${base}/${t.tid}/action`, { action: 'pause' })).status).toBe(204);
-    // what `abandon` runs for a job past its re-creations: open (not handed-off) items of the chunk fail
-    await rt.services.db.query(`UPDATE task_items SET outcome = 'queued' WHERE tid = $1`, [t.tid]);
-    const { rows } = await rt.services.db.query<{ run: number }>('SELECT run FROM tasks WHERE tid = $1', [t.tid]);
-    expect(await rt.services.db.transaction((tx) => failChunk(tx, t.tid, rows[0]!.run, 0, 'gone'))).toBe(2);
+    const t = await create([item(0), item(1)]);
+    // a run whose job is gone (no worker takes it: its rows written as a start writes them, without the job)
+    const db = rt.services.db;
+    await db.query(`UPDATE tasks SET status = 'processing', run = 1 WHERE tid = $1`, [t.tid]);
+    await db.query(
+      `INSERT INTO task_items (tid, item, run, chunk, outcome, state)
+       SELECT $1, li.id, 1, 0, 'queued', 'queued' FROM lists l JOIN list_items li ON li.lid = l.lid WHERE l.tid = $1 AND l.kind = 'input'`, [t.tid]);
+    // what `abandon` runs for a job past its re-creations: the chunk's open items fail
+    expect(await db.transaction((tx) => failChunk(tx, t.tid, 1, 0, 'gone'))).toBe(2);
+    expect((await read(t.tid)).progress).toEqual({ total: 2, done: 0, failed: 2 });
+    expect(await db.transaction((tx) => failChunk(tx, t.tid, 1, 0, 'gone'))).toBe(0); // nothing open: nothing counted twice
     expect((await read(t.tid)).progress).toEqual({ total: 2, done: 0, failed: 2 });
   });
 
