@@ -164,6 +164,21 @@ describe('wcr', { timeout: 120_000 }, () => {
     expect(unknown.stderr).toContain('--format');
   });
 
+  it('on a terminal: a progress bar for an import and a watch, tables on stdout', async () => {
+    const file = path.join(env.dataDir, 'tty.csv');
+    await writeFile(file, `item.href\n${Array.from({ length: 50 }, (_, i) => `https://example.org/t-${i}.pdf`).join('\n')}\n`);
+    // script(1) (util-linux, in every Debian) runs the command on a pseudo-terminal
+    const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
+    const onTty = async (...args: string[]) => (await run('script', ['-qec', [process.execPath, BIN, ...args].map(quote).join(' '), '/dev/null'], { env: cliEnv, timeout: 60_000 })).stdout;
+    const imported = await onTty('lists', 'import', file);
+    expect(imported).toMatch(/import \[[^\]]*\] 100% \d+\/\d+ imported/);
+    expect(imported).toMatch(/items\s+50/);
+    const created = await api('POST', '/v1/services/work/tasks', JSON.stringify({ name: 'tty', lists: { input: { embedded: { listItems: [{ href: 'https://example.org/a.pdf' }] } } } }));
+    const watched = await onTty('tasks', 'start', created.body.tid as string, '--watch');
+    expect(watched).toMatch(/items \[[^\]]*\] 100% \d+\/\d+/);
+    expect(watched).toMatch(/status\s+(completed|failed)/);
+  });
+
   it('a server that is not there: one clear line', async () => {
     const r = await wcr('--url', 'http://127.0.0.1:9', 'status');
     expect(r.code).not.toBe(0);
