@@ -11,6 +11,7 @@ import { docsRoutes } from './docs/routes.js';
 import { printRootRoutes } from './print-root/routes.js';
 import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
 import { authenticate } from './middleware/authenticate.js';
+import { queueDashboard } from './admin/queue-dashboard.js';
 import type { Area } from '../areas/area.js';
 import type { LongLivedResponses } from './long-lived.js';
 import type { Principal } from '../auth/principal.js';
@@ -55,6 +56,10 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
       throw methodNotAllowed('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`, allow);
     }
   });
+
+  // bull-board for admins (its own authentication: bearer or sign-in cookie)
+  const dashboard = queueDashboard(s);
+  if (dashboard) app.use(dashboard);
 
   const open = new Router();
   for (const r of [healthRoutes(s, state), docsRoutes(), printRootRoutes(), devIssuerRoutes(s)]) if (r) open.use(r.routes());

@@ -230,6 +230,17 @@ export const configSchema = z.strictObject({
       seen.set(panel.name, pid);
     }
   }),
+  /** Operator pages outside the two APIs. */
+  admin: z.strictObject({
+    /** bull-board at /admin/queues, for the admin role only (docs/operations: src/api/admin/queue-dashboard.ts). */
+    queueDashboard: z.strictObject({
+      enabled: z.boolean().default(true),
+      /** No retry, clean, promote or delete from the page (the API refuses every change too). */
+      readOnly: z.boolean().default(true),
+      /** Lifetime of the sign-in cookie, seconds (never beyond the token it was made from). */
+      cookieMaxAgeSec: z.coerce.number().int().min(60).max(86_400).default(3600),
+    }).prefault({}),
+  }).prefault({}),
 });
 
 export type AppConfig = z.infer<typeof configSchema>;

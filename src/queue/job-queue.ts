@@ -6,6 +6,7 @@ import { JOBS, QUEUE_NAMES, jobIdFor, parseJob, type JobData, type JobName, type
 import { DEFAULT_LOCK_MS, connectionOf, connectedWithin, outageLogger, within, type QueueOptions } from './redis-connection.js';
 
 import type { JobStatus } from './job-status.js';
+import { queueBoardAdapters, type BaseAdapter } from './queue-board.js';
 
 // The queue's public face, with the workers (worker-pool.ts) as its other half.
 export type { JobStatus } from './job-status.js';
@@ -54,6 +55,8 @@ export interface JobQueue {
   connected(): boolean;
   /** Calls `cb` each time the connection to Redis is up again after it was lost (not at the first connect). */
   onReconnect(cb: () => void): void;
+  /** Every queue as a bull-board adapter, for the admins' queue dashboard (`src/api/admin/`); the queues are this object's own. */
+  boardAdapters(opts: { readOnly: boolean }): BaseAdapter[];
   close(): Promise<void>;
 }
 
@@ -192,6 +195,7 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     },
     connected: () => pinger.status === 'ready',
     onReconnect: (cb) => void reconnected.add(cb),
+    boardAdapters: ({ readOnly }) => queueBoardAdapters(QUEUE_NAMES.map(queueFor), readOnly),
     async close() {
       await Promise.all([...queues.values()].map((q) => within(q.close(), 5000)));
       pinger.disconnect();

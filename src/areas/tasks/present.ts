@@ -68,6 +68,8 @@ export function presentTask(t: TaskRow, parts: TaskParts): Record<string, unknow
     name: t.name,
     type: t.type,
     status: t.status,
+    // an extension (migration 026): kept with the task, so a poller need not read every item's cstats
+    progress: t.progress,
     creator: t.creator,
     owner: t.owner,
     created: t.created.toISOString(),
