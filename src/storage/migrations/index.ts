@@ -13,6 +13,7 @@ import { m016PrintDocuments } from './016-print-documents.js';
 import { m017PrintJobListing } from './017-print-job-listing.js';
 import { m018IntakeFiles } from './018-intake-files.js';
 import { m020TaskPrincipal } from './020-task-principal.js';
+import { m025Deployment } from './025-deployment.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
@@ -37,4 +38,4 @@ export interface Migration {
  * the same SQL forever. Each applied migration's checksum is recorded, and a
  * start against a database that applied an edited one fails (`migrate.ts`).
  */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger, m016PrintDocuments, m017PrintJobListing, m018IntakeFiles, m020TaskPrincipal];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger, m016PrintDocuments, m017PrintJobListing, m018IntakeFiles, m020TaskPrincipal, m025Deployment];
