@@ -189,16 +189,20 @@ describe('README.md', () => {
     const session = bashSession(sandbox, {
       PATH: process.env.PATH, HOME: process.env.HOME, XDG_RUNTIME_DIR: runtimeDir, TERM: 'dumb', LANG: 'C.UTF-8',
     });
+    // README_TRANSCRIPT=<file>: every block and its output, for whoever edits the README
+    const transcript: string[] = [];
     try {
       for (const block of blocks.filter((b) => !b.skip)) {
         const code = block.code.replace(/\b(localhost|127\.0\.0\.1):8080\b/g, `127.0.0.1:${port}`);
         const { output, failed } = await session.run(code, 120_000);
+        transcript.push(`### README.md:${block.line}\n${code}\n--- output ---\n${output}\n`);
         const where = `README.md:${block.line}\n--- block ---\n${code}\n--- output ---\n${output.slice(-4000)}`;
         expect(failed, `${where}\n--- server ---\n${serverLog.join('').slice(-3000)}`).toBeUndefined();
         for (const re of block.expect) expect(output, where).toMatch(re);
       }
     } finally {
       session.close();
+      if (process.env.README_TRANSCRIPT) await writeFile(process.env.README_TRANSCRIPT, transcript.join('\n'));
     }
   }, 900_000);
 });
