@@ -127,8 +127,10 @@ describe('safe start-up', () => {
 
   it('the pretty log format: readable lines instead of JSON (LOG_FORMAT=pretty); JSON when stdout is a pipe', async () => {
     const prefix = uniqueName('ssf');
+    const schema = uniqueName('ssf');
     prefixes.push(prefix);
-    const { env } = await setup({ redis: { prefix } });
+    schemas.push(schema);
+    const { env } = await setup({ database: { url: TEST_DATABASE_URL, schema }, redis: { prefix } });
     const pretty = await startProcess('all', { ...env, LOG_FORMAT: 'pretty' });
     const line = await waitLog(pretty, /API listening/, STARTUP_MS);
     expect(line).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: API listening \{"url":"http:\/\/127\.0\.0\.1:\d+\/v1"/);
