@@ -15,7 +15,8 @@ import { dropQueues } from '../helpers/runtime.js';
  * embedded database that is open, and a busy port each stop the start with
  * one line and a non-zero exit; the first keeps running and keeps every write.
  */
-const STARTUP_MS = 120_000;
+/** An embedded-database process migrates a fresh PGlite at start: minutes on a machine shared with a full test run. */
+const STARTUP_MS = 240_000;
 const prefixes: string[] = [];
 const schemas: string[] = [];
 afterAll(async () => {
@@ -104,7 +105,7 @@ describe('safe start-up', () => {
     expect(await documentNames(again.url!, token)).toEqual(['a1', 'a2', 'a3', 'b1', 'b2']);
     again.child.kill('SIGTERM');
     expect(await again.exited).toBe(0);
-  }, 300_000);
+  }, 600_000);
 
   it('a busy port: one line, a non-zero exit, nothing that looks like success', async () => {
     const prefix = uniqueName('ssp');
