@@ -100,6 +100,8 @@ export const configSchema = z.strictObject({
   }).prefault({}),
   role: z.enum(['all', 'api', 'worker']).default('all'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `auto`: readable lines (pino-pretty) when stdout is a terminal, JSON lines otherwise; `json` or `pretty` always. */
+  logFormat: z.enum(['auto', 'json', 'pretty']).default('auto'),
   dataDir: z.string().min(1).default('./data'),
   database: z.strictObject({
     url: z.url({ protocol: /^postgres(ql)?$/ }).optional(),

@@ -5,6 +5,7 @@ import { Permissions } from '../auth/permissions.js';
 import { Policy } from '../auth/policy.js';
 import { TokenVerifier } from '../auth/token-verifier.js';
 import { DevIssuer } from '../auth/dev-issuer.js';
+import { devIssuerUrl, httpOrigin } from '../auth/dev-issuer-url.js';
 import { CONNECTOR_TYPES, ConnectorRegistry } from '../connectors/registry.js';
 import { RepositoryService } from '../areas/repository/repository-service.js';
 import { CommandService } from '../areas/commands/command-service.js';
@@ -27,6 +28,7 @@ import { createOutbox } from '../outbox/outbox.js';
 import { OutboxRelay } from '../outbox/relay.js';
 import { openDatabase } from '../storage/open-database.js';
 import type { Services } from './services.js';
+import { deploymentId } from './deployment-store.js';
 import { confinementRules, PrintConfinement } from '../connectors/print-backends/confinement.js';
 import { PanelService } from '../areas/panels/panel-service.js';
 import { DefaultPanels } from '../areas/panels/default-panels.js';
@@ -35,17 +37,11 @@ import { ConfigTreeService } from '../areas/config-tree/config-tree-service.js';
 import { SessionService } from '../areas/sessions/session-service.js';
 import { printPort } from './print-port.js';
 
-/** `http://host:port`, with IPv6 literals bracketed. */
-export function httpOrigin(host: string, port: number): string {
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
+/** How long a start waits for Redis to check the prefix before it goes on without (Redis down). */
+const PREFIX_CHECK_WAIT_MS = 5000;
 
-/** The development issuer's URL: configured, else this server's address (a wildcard bind is reached on loopback). */
-export function devIssuerUrl(config: AppConfig, port = config.server.port): string {
-  if (config.auth.devIssuerUrl) return config.auth.devIssuerUrl.replace(/\/$/, '');
-  const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
-  return `${httpOrigin(host, port)}/dev-issuer`;
-}
+// kept here for the modules that import them from the runtime; the development issuer's tools use them without it
+export { devIssuerUrl, httpOrigin };
 
 /**
  * Opens storage and builds every shared service. `port` is the port the API
@@ -60,8 +56,19 @@ export async function buildServices(config: AppConfig, log: Logger, port = confi
   let built: Services | undefined;
   const registry = await ConnectorRegistry.create(config, blobs, log, CONNECTOR_TYPES, { print: printPort(() => built) });
   const db = await openDatabase(config);
-  const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }), lockDurationMs: config.queues.lockDurationMs });
+  let deployment: string;
   try {
+    deployment = await deploymentId(db);
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+  const queue = createJobQueue({ url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'queue' }), lockDurationMs: config.queues.lockDurationMs, deployment });
+  try {
+    // A prefix of another deployment stops the start here. With Redis down this goes on after a
+    // while: the queue checks once Redis is there and holds every job back until then (runtime.ts
+    // stops the process if the check fails later).
+    await Promise.race([queue.bound(), new Promise((resolve) => setTimeout(resolve, PREFIX_CHECK_WAIT_MS).unref())]);
     const metrics = new Metrics(() => queue.depths(), () => queue.connected());
     metrics.partFilesRemoved.inc({ where: 'blobs' }, swept.removed);
     const permissions = new Permissions(config.auth);

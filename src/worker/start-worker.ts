@@ -32,7 +32,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   const workersStopping = new AbortController();
   const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal, workersStopping.signal), {
     url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
-    concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
+    concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs, ready: s.queue.bound(),
     onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
   });
   log.debug('workers started; reconciling');

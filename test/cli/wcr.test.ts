@@ -1,3 +1,4 @@
+import { ensureBuilt } from '../helpers/build.js';
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -24,7 +25,7 @@ let cliEnv: Record<string, string>;
 let printed: string;
 
 beforeAll(async () => {
-  await run('npm', ['run', '--silent', 'build'], { timeout: 240_000 });
+  ensureBuilt();
   env = await processEnv({
     services: { work: { type: 'mock', options: { tasks: { itemMs: 0 } } } },
     queues: { reconcileIntervalMs: 2000 },

@@ -15,6 +15,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   config_items: 'src/areas/config-tree/store/config-item-store.ts',
   connector_leases: 'src/connectors/lifecycle/lease-store.ts',
   connector_state: 'src/connectors/lifecycle/state-store.ts',
+  deployment: 'src/runtime/deployment-store.ts',
   entries: 'src/areas/repository/entry-store.ts',
   intake_files: 'src/connectors/lifecycle/intake-file-store.ts',
   job_recreations: 'src/worker/recreation-store.ts',

@@ -16,6 +16,7 @@ import { m020TaskPrincipal } from './020-task-principal.js';
 import { m021PrintTaskJobs } from './021-print-task-jobs.js';
 import { m022PanelsConfigSessions } from './022-panels-config-sessions.js';
 import { m023Messages } from './023-messages.js';
+import { m025Deployment } from './025-deployment.js';
 import { m026TaskProgress } from './026-task-progress.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
@@ -42,4 +43,4 @@ export interface Migration {
  * start against a database that applied an edited one fails (`migrate.ts`).
  */
 export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger, m016PrintDocuments, m017PrintJobListing, m018IntakeFiles, m020TaskPrincipal,
-  m021PrintTaskJobs, m022PanelsConfigSessions, m023Messages, m026TaskProgress];
+  m021PrintTaskJobs, m022PanelsConfigSessions, m023Messages, m025Deployment, m026TaskProgress];
