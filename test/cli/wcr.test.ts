@@ -85,7 +85,7 @@ describe('wcr', { timeout: 120_000 }, () => {
     expect(res.status).toBe(200);
     const bad = await wcr('token', '--roles', 'superuser');
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toMatch(/unknown role superuser: the configured roles are .*admin.*operator/);
+    expect(bad.stderr).toMatch(/unknown role "superuser"; the server's roles are .*admin.*operator/);
     expect(bad.stdout).toBe('');
     const usage = await wcr('token', '--expires', 'soon');
     expect(usage.code).not.toBe(0);
