@@ -167,6 +167,23 @@ const STEPS: Step[] = [
     },
   },
   {
+    // the project against CUPS (issue 22); CUPS is installed by the benchmark itself when missing (root)
+    name: 'print-cups', file: 'print-cups.ts', reduced: ['--jobs', '1000', '--ipp-jobs', '100'],
+    rows: (f) => {
+      const rows: Row[] = [];
+      for (const [i, p] of (f.project as Figures[]).entries()) {
+        const k = (f.cups as Figures[] | undefined)?.[i];
+        if (k && p.clients === 4) rows.push(judged('print-cups', `${p.clients} submitters vs CUPS`, `${n0(p.perSecond)} jobs/s`, `${n0(k.perSecond)} jobs/s CUPS`, p.perSecond / k.perSecond, 10));
+        else if (k) rows.push(context('print-cups', `${p.clients} submitters vs CUPS`, `${n0(p.perSecond)} jobs/s`, `${n0(k.perSecond)} jobs/s CUPS`, p.perSecond / k.perSecond));
+      }
+      const four = (f.project as Figures[]).find((p) => p.clients === 4);
+      const sixteen = (f.project as Figures[]).find((p) => p.clients === 16);
+      if (four && sixteen) rows.push(judged('print-cups', '16 clients / 4 clients', `${n0(sixteen.perSecond)} jobs/s`, `${n0(four.perSecond)} jobs/s at 4`, sixteen.perSecond / four.perSecond, 1.5));
+      if (f.ipp) rows.push({ bench: 'print-cups', what: `ippeveprinter x ${f.ipp.printers}`, figure: `${n0(f.ipp.jobs / f.ipp.toProcessedSeconds)} jobs/s`, floor: '–', ratio: '–', target: 'context' });
+      return rows;
+    },
+  },
+  {
     name: 'print-listing', file: 'print-listing.ts', reduced: ['--duration', '8', '--warmup', '2'],
     rows: (f) => {
       const project = (f.runs as Figures[]).find((r) => String(r.label).startsWith('project'));

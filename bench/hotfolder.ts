@@ -22,6 +22,11 @@
  * - **floor**: `cp` of the same staged files into an empty directory, timed
  *   the same way (one `cp` process), files per second. It stores nothing
  *   durably (no fsync, no database), as a scanner's own copy would not.
+ * - **durable floor** (bench/durable-intake-floor.ts): the same files taken
+ *   with the least work that loses nothing (hash while copying into a blob
+ *   directory, fsync of file and directory, one committed row in
+ *   PostgreSQL, the source moved to done/), 4 files at a time as the hot
+ *   folder: the fair floor for a durable intake on this machine.
  *
  * Targets (issue 21): at least 500 files/s, p99 drop-to-stored under 3 s.
  * Prints a table and one JSON line, and writes bench/results/hotfolder-*.json.
@@ -34,6 +39,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { durableIntakeFloor } from './durable-intake-floor.js';
 import { printSummary, summarizeProfile } from './profile.js';
 import { compileServers, fmt, machineCpu, busyCores, MiB, printTable, RssSampler, spawnServer, writeResult } from './lib.js';
 
@@ -78,9 +84,11 @@ function copyAll(dir: string): number {
   return (performance.now() - t0) / 1000;
 }
 
-// the floor first, and its copy removed, so both run on the same page cache state
+// the floors first, and their copies removed, so all run on the same page cache state
 const floorSeconds = copyAll(path.join(work, 'floor'));
+const durableSeconds = await durableIntakeFloor(path.join(work, 'floor'), DATABASE_URL, Number(args.concurrency ?? 4));
 rmSync(path.join(work, 'floor'), { recursive: true, force: true });
+rmSync(path.join(work, 'floor-blobs'), { recursive: true, force: true });
 
 const configFile = path.join(work, 'bench-config.yaml');
 writeFileSync(configFile, [
@@ -137,17 +145,19 @@ try {
   )).rows[0]!;
   const service = { filesPerSecond: files / seconds, seconds, cpSeconds, p50: lat.p50, p99: lat.p99, max: lat.max, failed: Number(lat.failed), firstStoredAfterMs: lat.first - wall0, rssPeakMiB: peak / MiB, busyCores: cores };
   const floor = { filesPerSecond: files / floorSeconds, seconds: floorSeconds };
+  const durable = { filesPerSecond: files / durableSeconds, seconds: durableSeconds };
   printTable(['', 'files/s', 'seconds', 'p50 s', 'p99 s', 'max s'], [
     [`hot folder (${withTask ? 'document + started task' : 'document'})`, fmt(service.filesPerSecond, 0), fmt(seconds, 2), fmt(lat.p50, 2), fmt(lat.p99, 2), fmt(lat.max, 2)],
     ['floor: cp into a directory', fmt(floor.filesPerSecond, 0), fmt(floorSeconds, 2), '', '', ''],
+    ['durable floor: hash, copy, fsync, row, move', fmt(durable.filesPerSecond, 0), fmt(durableSeconds, 2), '', '', ''],
   ]);
-  console.log(`ratio service / cp: ${fmt(service.filesPerSecond / floor.filesPerSecond, 3)}; server peak RSS ${fmt(service.rssPeakMiB)} MiB; ${fmt(cores, 2)} cores busy; failed ${service.failed}`);
-  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: withTask, server: args.server, service, floor, load: os.loadavg() };
+  console.log(`ratio service / cp: ${fmt(service.filesPerSecond / floor.filesPerSecond, 3)}; service / durable floor: ${fmt(service.filesPerSecond / durable.filesPerSecond, 3)}; server peak RSS ${fmt(service.rssPeakMiB)} MiB; ${fmt(cores, 2)} cores busy; failed ${service.failed}`);
+  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: withTask, server: args.server, service, floor, durable, load: os.loadavg() };
   console.log(JSON.stringify(figures));
   writeResult('hotfolder', args, {
     figures,
-    floors: { cpFilesPerSecond: floor.filesPerSecond },
-    ratios: { serviceToCp: service.filesPerSecond / floor.filesPerSecond },
+    floors: { cpFilesPerSecond: floor.filesPerSecond, durableFilesPerSecond: durable.filesPerSecond },
+    ratios: { serviceToCp: service.filesPerSecond / floor.filesPerSecond, serviceToDurable: service.filesPerSecond / durable.filesPerSecond },
     targets: [
       { name: 'files per second', value: service.filesPerSecond, target: '>= 500', met: service.filesPerSecond >= 500 },
       { name: 'drop-to-stored p99 (s)', value: lat.p99, target: '< 3', met: lat.p99 < 3 },

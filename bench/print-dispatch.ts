@@ -29,14 +29,12 @@
  * Run: npm run bench:print-dispatch [-- --jobs 10000 --printers 20 --bytes 4096 --bare on|off --durable on|off --rows on|off --profile-dir DIR]
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -48,7 +46,8 @@ import { loadConfig } from '../src/config/load.js';
 import { createLogger } from '../src/logging/logger.js';
 import { printDispatchParts } from '../src/areas/print/dispatch/index.js';
 import { startRuntime } from '../src/runtime/runtime.js';
-import { ROOT, busyCores, dropRedisPrefix, fmt, machineCpu, pgCpuMeter, printTable, procCpuSeconds, writeResult, type TargetResult } from './lib.js';
+import { startSinks, waitReceived, withClients } from './sinks.js';
+import { busyCores, dropRedisPrefix, fmt, machineCpu, pgCpuMeter, printTable, procCpuSeconds, writeResult, type TargetResult } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -75,48 +74,6 @@ const REDIS_URL = 'redis://127.0.0.1:6379';
 const tag = `bench_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
 const payload = (n: number) => Buffer.concat([Buffer.from(`job ${n}\n`), Buffer.alloc(BYTES, 0x41)]).subarray(0, BYTES);
 
-/**
- * The 20 printers: raw-socket sinks in a child process (bench/sink-server.ts),
- * so the devices never compete with the system under test for its event loop.
- */
-interface Sinks {
-  ports: number[];
-  count(): Promise<{ received: number; maxConcurrent: number }>;
-  close(): void;
-}
-async function startSinks(n: number): Promise<Sinks> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/sink-server.ts'), String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
-  const waiting: ((line: string) => void)[] = [];
-  lines.on('line', (l) => waiting.shift()?.(l));
-  const next = () => new Promise<string>((resolve) => waiting.push(resolve));
-  const { ports } = JSON.parse(await next()) as { ports: number[] };
-  return {
-    ports,
-    async count() {
-      const answer = next();
-      child.stdin.write('count\n');
-      return JSON.parse(await answer) as { received: number; maxConcurrent: number };
-    },
-    close: () => child.stdin.end(),
-  };
-}
-async function waitReceived(sinks: Sinks, total: number, timeoutMs = 600_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const { received } = await sinks.count();
-    if (received >= total) return;
-    if (Date.now() > end) throw new Error(`only ${received} of ${total} jobs arrived`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-/** Runs `fn(i)` for i < n with `c` at a time. */
-async function withClients(n: number, c: number, fn: (i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: c }, async () => {
-    while (next < n) await fn(next++);
-  }));
-}
 /** With --profile-dir: a V8 CPU profile of this process around `fn`, written as engine-<phase>.cpuprofile. */
 async function profiled(phase: string, fn: () => Promise<void>): Promise<void> {
   const dir = args['profile-dir'];

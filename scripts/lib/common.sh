@@ -247,3 +247,10 @@ ensure_ipp_printer() {
     avahi-daemon -D --no-drop-root --no-chroot || die "avahi-daemon -D failed"
   fi
 }
+
+# ensure_chromium: the headless browser the /docs test drives through
+# puppeteer-core (test/api/docs-browser.test.ts): Debian's chromium package,
+# never a browser download. The test fails (never skips) without it.
+ensure_chromium() {
+  command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || apt_install chromium
+}

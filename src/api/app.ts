@@ -11,8 +11,10 @@ import { docsRoutes } from './docs/routes.js';
 import { printRootRoutes } from './print-root/routes.js';
 import { authInfoRoutes, devIssuerRoutes } from './auth/routes.js';
 import { authenticate } from './middleware/authenticate.js';
+import { queueDashboard } from './admin/queue-dashboard.js';
 import type { Area } from '../areas/area.js';
 import type { LongLivedResponses } from './long-lived.js';
+import type { Principal } from '../auth/principal.js';
 
 export interface AppState {
   shuttingDown: boolean;
@@ -55,6 +57,10 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
     }
   });
 
+  // bull-board for admins (its own authentication: bearer or sign-in cookie)
+  const dashboard = queueDashboard(s);
+  if (dashboard) app.use(dashboard);
+
   const open = new Router();
   for (const r of [healthRoutes(s, state), docsRoutes(), printRootRoutes(), devIssuerRoutes(s)]) if (r) open.use(r.routes());
   const v1Open = new Router({ prefix: '/v1' });
@@ -63,10 +69,12 @@ export function createApp(s: Services, state: AppState, areas: readonly Area[]):
   // The parent routers authenticate once for every area route below them; an
   // area cannot leave a route open by forgetting a line. Router middleware runs
   // only once a route matched, so 404/405 need no token.
+  // every authenticated caller is a session seen (`GET /v1/sessions`), on either API
+  const seen = (p: Principal) => s.sessions.seen(p);
   const v1 = new Router({ prefix: '/v1' });
-  v1.use(authenticate(s.verifier));
+  v1.use(authenticate(s.verifier, seen));
   const v3 = new Router({ prefix: '/v3' });
-  v3.use(authenticate(s.verifier));
+  v3.use(authenticate(s.verifier, seen));
   for (const area of areas) {
     const r1 = area.v1?.(s);
     if (r1) v1.use(r1.routes());

@@ -10,6 +10,11 @@ import { flowsArea } from './print/flows/index.js';
 import { printConfigArea } from './print/config/index.js';
 import { statisticsArea } from './print/statistics/index.js';
 import { eventsArea } from './events/index.js';
+import { messagesArea } from './messages/index.js';
+import { functionsArea } from './functions/index.js';
+import { panelsArea } from './panels/index.js';
+import { configTreeArea } from './config-tree/index.js';
+import { sessionsArea } from './sessions/index.js';
 
 /**
  * Every area, in one place. Order matters for routing only: commands before
@@ -17,8 +22,11 @@ import { eventsArea } from './events/index.js';
  */
 export const AREAS: readonly Area[] = [
   servicesArea, commandsArea, repositoryArea, tasksArea, listsArea,
+  messagesArea, functionsArea,
   // the print API (`/v3`)
   printJobsArea, printersArea, flowsArea, printConfigArea, statisticsArea,
   // GET /v1/events
   eventsArea,
+  // the rest of the workflow API (issue 23)
+  panelsArea, configTreeArea, sessionsArea,
 ];

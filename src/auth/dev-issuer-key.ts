@@ -101,6 +101,12 @@ async function removeStaleTemps(dir: string): Promise<void> {
   }
 }
 
+/** Reads the key file without ever creating it (tools that mint for a server): undefined when it is not there or not whole. */
+export async function readExistingKey(file: string): Promise<StoredKey | undefined> {
+  const found = await readKey(file);
+  return 'key' in found ? found.key : undefined;
+}
+
 /**
  * Reads the key file, creating it when missing. Processes starting together
  * agree on one key (the first `publish` wins; the others read it). An

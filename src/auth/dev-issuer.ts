@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { importJWK, SignJWT, createLocalJWKSet, type JWK, type JWTVerifyGetKey, type CryptoKey } from 'jose';
-import { ALG, loadOrCreateKey } from './dev-issuer-key.js';
+import { ALG, loadOrCreateKey, readExistingKey, type StoredKey } from './dev-issuer-key.js';
 
 export interface MintOptions {
   user: string;
@@ -28,7 +28,16 @@ export class DevIssuer {
 
   /** Loads the key from `<dataDir>/dev-issuer/key.json`, creating it on first use. */
   static async open(dataDir: string, issuer: string): Promise<DevIssuer> {
-    const stored = await loadOrCreateKey(path.join(dataDir, 'dev-issuer', 'key.json'));
+    return DevIssuer.fromKey(await loadOrCreateKey(path.join(dataDir, 'dev-issuer', 'key.json')), issuer);
+  }
+
+  /** The issuer of a key a server already made; undefined when `<dataDir>/dev-issuer` holds none (nothing is created). */
+  static async openExisting(dataDir: string, issuer: string): Promise<DevIssuer | undefined> {
+    const stored = await readExistingKey(path.join(dataDir, 'dev-issuer', 'key.json'));
+    return stored && DevIssuer.fromKey(stored, issuer);
+  }
+
+  private static async fromKey(stored: StoredKey, issuer: string): Promise<DevIssuer> {
     const privateKey = (await importJWK(stored.privateJwk, ALG)) as CryptoKey;
     return new DevIssuer(privateKey, stored.publicJwk, issuer);
   }
@@ -44,7 +53,7 @@ export class DevIssuer {
   /**
    * The discovery document lists only what this server serves: the issuer and
    * its JWKS. There is no authorization or token endpoint (tokens come from
-   * `cli.ts mint-token`), so none is advertised.
+   * `npm run token`, `dev-token.ts`), so none is advertised.
    */
   discovery(): Record<string, unknown> {
     return {

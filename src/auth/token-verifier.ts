@@ -1,5 +1,5 @@
 import * as oidc from 'openid-client';
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { AppError, unauthorized } from '../errors/app-error.js';
 import type { Logger } from '../logging/logger.js';
 import { principalFromClaims, type Principal } from './principal.js';
@@ -21,6 +21,8 @@ export interface VerifierOptions {
  */
 export class TokenVerifier {
   private keys: Promise<JWTVerifyGetKey> | undefined;
+  /** The built-in development issuer's keys: a refusal then names the likely cause (a token minted for another server). */
+  private readonly dev: boolean;
 
   constructor(
     private readonly opts: VerifierOptions,
@@ -28,6 +30,7 @@ export class TokenVerifier {
     localKeys?: JWTVerifyGetKey,
   ) {
     if (localKeys) this.keys = Promise.resolve(localKeys);
+    this.dev = localKeys !== undefined;
     const url = new URL(opts.issuer);
     if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) && !localKeys) {
       log.warn({ issuer: opts.issuer }, 'OIDC issuer uses plain http on a non-loopback host; tokens and keys travel unencrypted');
@@ -98,15 +101,34 @@ export class TokenVerifier {
       if (err instanceof AppError) throw err;
       if (err instanceof joseErrors.JWTExpired) throw unauthorized('token expired');
       if (err instanceof joseErrors.JWTClaimValidationFailed) {
+        if (this.dev && err.claim === 'iss' && err.reason !== 'missing') throw unauthorized(this.otherIssuer(token));
         throw unauthorized(err.reason === 'missing' ? `token has no "${err.claim}" claim` : `token claim "${err.claim}" is invalid`);
       }
       if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw unauthorized('token signature is invalid');
-      if (err instanceof joseErrors.JWKSNoMatchingKey) throw unauthorized('token is signed by an unknown key');
+      if (err instanceof joseErrors.JWKSNoMatchingKey) {
+        throw unauthorized(this.dev
+          ? 'token is signed by a key this server\'s development issuer does not have: it was minted with another DATA_DIR '
+            + '(another server\'s key); mint one with `npm run token`, which finds the running server\'s key'
+          : 'token is signed by an unknown key');
+      }
       if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) {
         throw new AppError('AUTH_UNAVAILABLE', 'the identity provider keys cannot be fetched; try again later');
       }
       if (err instanceof joseErrors.JOSEError) throw unauthorized('token is malformed or uses an unsupported algorithm');
       throw err;
     }
+  }
+
+  /** A development token whose `iss` is another server's: most likely minted without this server's PORT or HOST. */
+  private otherIssuer(token: string): string {
+    let iss: unknown;
+    try {
+      iss = decodeJwt(token).iss;
+    } catch {
+      iss = undefined;
+    }
+    return `token claim "iss" is invalid: the token was issued by ${typeof iss === 'string' ? JSON.stringify(iss.slice(0, 200)) : 'another issuer'}, `
+      + `this server's development issuer is ${this.opts.issuer} (a token minted for a server with another PORT or HOST); `
+      + 'mint one with `npm run token`, which finds the running server\'s issuer';
   }
 }

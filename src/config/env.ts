@@ -14,11 +14,14 @@ export interface EnvOverrides {
   ROLE?: string;
   CONFIG?: string;
   LOG_LEVEL?: string;
+  LOG_FORMAT?: string;
+  /** Where a running server records itself for local tools (`npm run token`); not configuration. */
+  XDG_RUNTIME_DIR?: string;
 }
 
 const KEYS = [
   'PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'REDIS_URL', 'OIDC_ISSUER',
-  'OIDC_AUDIENCE', 'ROLES_CLAIM', 'ROLE', 'CONFIG', 'LOG_LEVEL',
+  'OIDC_AUDIENCE', 'ROLES_CLAIM', 'ROLE', 'CONFIG', 'LOG_LEVEL', 'LOG_FORMAT', 'XDG_RUNTIME_DIR',
 ] as const;
 
 /** Snapshot of the environment variables the runtime understands (empty strings count as unset). */

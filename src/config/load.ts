@@ -54,13 +54,14 @@ function envLayer(env: EnvOverrides): Plain {
   set('auth.rolesClaim', env.ROLES_CLAIM);
   set('role', env.ROLE);
   set('logLevel', env.LOG_LEVEL);
+  set('logFormat', env.LOG_FORMAT);
   return layer;
 }
 
 const ENV_NAMES: Record<string, string> = {
   'server.port': 'PORT', 'server.host': 'HOST', dataDir: 'DATA_DIR', 'database.url': 'DATABASE_URL',
   'redis.url': 'REDIS_URL', 'auth.issuer': 'OIDC_ISSUER', 'auth.audience': 'OIDC_AUDIENCE',
-  'auth.rolesClaim': 'ROLES_CLAIM', role: 'ROLE', logLevel: 'LOG_LEVEL',
+  'auth.rolesClaim': 'ROLES_CLAIM', role: 'ROLE', logLevel: 'LOG_LEVEL', logFormat: 'LOG_FORMAT',
 };
 
 function describe(issues: z.core.$ZodIssue[]): string {

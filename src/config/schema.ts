@@ -62,6 +62,24 @@ const addressRuleSchema = z.union([cidrSchema, z.strictObject({
 
 const sidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'service ids are 1-63 letters, digits, "_" or "-"');
 
+/**
+ * A default panel's id: a name, never UUID-shaped, so it cannot be taken for
+ * a user panel's generated `pid` (`/v1/panels/{pid}` tells them apart by it).
+ */
+const defaultPanelPidSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$/, 'default panel ids are 1-63 letters, digits, "_" or "-"');
+const UUID_SHAPED = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A default panel (`/v1/ui`): a `name`, optionally the `roles` it is shown to
+ * (absent: every caller with the panels read right), and any further keys of
+ * the panel's configuration, passed to the UI as they are.
+ */
+const defaultPanelSchema = z.looseObject({
+  name: z.string().min(1).max(1024),
+  roles: z.array(z.string().min(1)).optional(),
+});
+export type DefaultPanelConfig = z.infer<typeof defaultPanelSchema>;
+
 export const configSchema = z.strictObject({
   server: z.strictObject({
     port: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -82,6 +100,8 @@ export const configSchema = z.strictObject({
   }).prefault({}),
   role: z.enum(['all', 'api', 'worker']).default('all'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `auto`: readable lines (pino-pretty) when stdout is a terminal, JSON lines otherwise; `json` or `pretty` always. */
+  logFormat: z.enum(['auto', 'json', 'pretty']).default('auto'),
   dataDir: z.string().min(1).default('./data'),
   database: z.strictObject({
     url: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
@@ -132,6 +152,14 @@ export const configSchema = z.strictObject({
   lists: z.strictObject({
     /** Items one imported list (per-user list or task body, any format) may hold; more is 413 LIST_TOO_LARGE. */
     maxItems: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
+  }).prefault({}),
+  messages: z.strictObject({
+    /** Off: every /v1/messages route answers 404 NO_MESSAGES (the spec's "service provides no messages"); what the runtime posts still expires. */
+    enabled: z.boolean().default(true),
+    /** Seconds a message lives when it names no `expires` of its own (DESIGN.md: 7 days); housekeeping deletes it after. */
+    lifetimeSec: z.coerce.number().int().min(1).max(10 * 365 * 86_400).default(7 * 86_400),
+    /** Unexpired messages one user may have; a create beyond is 409 MESSAGE_LIMIT_REACHED (posts by the runtime are not refused). */
+    maxPerUser: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
   }).prefault({}),
   tasks: z.strictObject({
     /**
@@ -204,6 +232,30 @@ export const configSchema = z.strictObject({
     maxPending: z.coerce.number().int().min(10).max(10_000_000).default(10_000),
   }).prefault({}),
   services: z.record(sidSchema, serviceSchema),
+  /** The workflow API's UI defaults (`/v1/ui`): read-only panels keyed by their `pid`. */
+  ui: z.strictObject({
+    panels: z.record(defaultPanelPidSchema, defaultPanelSchema).default({}),
+  }).prefault({}).superRefine((ui, ctx) => {
+    // the UI tells default panels apart by name, as user panels are per user
+    const seen = new Map<string, string>();
+    for (const [pid, panel] of Object.entries(ui.panels)) {
+      if (UUID_SHAPED.test(pid)) ctx.addIssue({ code: 'custom', path: ['panels', pid], message: 'a default panel id must not look like a UUID (user panels have those)' });
+      const other = seen.get(panel.name);
+      if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['panels', pid, 'name'], message: `the name "${panel.name}" is used by the default panel "${other}" already` });
+      seen.set(panel.name, pid);
+    }
+  }),
+  /** Operator pages outside the two APIs. */
+  admin: z.strictObject({
+    /** bull-board at /admin/queues, for the admin role only (docs/operations: src/api/admin/queue-dashboard.ts). */
+    queueDashboard: z.strictObject({
+      enabled: z.boolean().default(true),
+      /** No retry, clean, promote or delete from the page (the API refuses every change too). */
+      readOnly: z.boolean().default(true),
+      /** Lifetime of the sign-in cookie, seconds (never beyond the token it was made from). */
+      cookieMaxAgeSec: z.coerce.number().int().min(60).max(86_400).default(3600),
+    }).prefault({}),
+  }).prefault({}),
 });
 
 export type AppConfig = z.infer<typeof configSchema>;

@@ -5,9 +5,11 @@ import type { FunctionsFacet } from './facets/functions.js';
 import type { IntakeFacet } from './facets/intake.js';
 import type { RepositoryFacet } from './facets/repository.js';
 import type { TasksFacet } from './facets/tasks.js';
+import type { ServicePorts } from './ports.js';
 
 export * from './facets/repository.js';
 export type { ConnectorPorts, ConnectorStateStore, OutboxPort, StateEntry, IntakePorts, IntakeClaimsPort, IntakeClaim, WorkPort } from './ports.js';
+export type { PrintPort, PrintJobView, PrintItemSubmission, PrinterView, PrinterToEnsure, PrintJobChange, ServicePorts } from './ports.js';
 export type { IntakeFacet } from './facets/intake.js';
 export type { TasksFacet, TaskAction, TaskItem, TaskItemContext, ItemReport, ItemReporter, ItemOutcome, ItemEffect, StateEffect } from './facets/tasks.js';
 export type { FunctionsFacet, FunctionDescriptor, FunctionParameter, FunctionParams, FunctionContext } from './facets/functions.js';
@@ -21,6 +23,12 @@ export interface ConnectorContext {
   log: Logger;
   /** How the runtime fetches imports (`commands.importAllowPrivate`); absent: public addresses only. */
   imports?: { allowPrivate: boolean };
+  /**
+   * The ports the type asked for (`ConnectorType.ports`), usable once the
+   * runtime is built (from the first `prepare`, `runItem`, hook or function
+   * call on; not while `create` runs).
+   */
+  ports?: Partial<ServicePorts>;
 }
 
 /**
@@ -57,6 +65,12 @@ export interface Connector {
   readonly singleInstance?: SingleInstance;
   /** Other services this one works on, checked when the services are built (`option` names the option, for the error). */
   readonly uses?: readonly { sid: string; facet: FacetName; option: string }[];
+  /**
+   * Runs once the runtime is built, in every process, before requests are
+   * served (the print connector ensures its configured printers). Idempotent:
+   * several processes may run it at once. A rejection stops the start.
+   */
+  prepare?(): Promise<void>;
 }
 
 /** A connector type, registered once in `registry.ts`. */
@@ -69,6 +83,8 @@ export interface ConnectorType {
    * facet it has: a new type is tested by listing it in `CONNECTOR_TYPES`.
    */
   readonly examples: readonly Record<string, unknown>[];
+  /** Ports of the runtime's services the type needs (`ConnectorContext.ports`); it gets no others. */
+  readonly ports?: readonly (keyof ServicePorts)[];
   /** Validates `options` and builds the instance; throws with a message naming the bad option. */
   create(ctx: ConnectorContext): Promise<Connector> | Connector;
 }

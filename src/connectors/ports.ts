@@ -26,6 +26,8 @@ export interface IntakePorts extends ConnectorPorts {
   readonly work: WorkPort;
   /** What an intake reports to `/metrics`. */
   readonly metrics: IntakeMetricsPort;
+  /** Messages to users (workflow API Messages): an import that failed, told to whom it concerns. */
+  readonly messages: MessagePort;
 }
 
 /** A file as an intake claims it: where, what it looked like, and the ids its document and task will have. */
@@ -192,4 +194,118 @@ export interface ConnectorStateStore {
   delete(key: string): Promise<boolean>;
   /** Entries whose key starts with `prefix`, by key, at most `limit` (default 1000). */
   list(prefix: string, limit?: number): Promise<StateEntry[]>;
+}
+
+/** A message a connector posts to a user (workflow API "Messages"). */
+export interface PostedMessage {
+  /**
+   * Fixed by the caller to post at most once: a second post with the same
+   * uuid (a retry after a crash) changes nothing. Absent: a new uuid.
+   */
+  uuid?: string;
+  type: 'info' | 'warning' | 'error';
+  text: string;
+  /** What it is about, e.g. `csv:<sid>`. */
+  source?: string;
+  /** A link to the object it is about. */
+  href?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Posts messages to users; the runtime implements it with the messages area
+ * (`MessageService`). Idempotent by `uuid`.
+ */
+export interface MessagePort {
+  post(user: string, message: PostedMessage): Promise<void>;
+}
+
+// ---------------------------------------------------------------- ports a connector type asks for
+
+/**
+ * A print job as the `print` port shows it to a connector: its state in the
+ * print API's words (`waitprocessing`, `processing`, `processed`, `error`, ...).
+ */
+export interface PrintJobView {
+  id: string;
+  status: string;
+  printer: string;
+  fileName: string | null;
+  message: string | null;
+  /** `/v3/jobs/<id>`. */
+  href: string;
+}
+
+/** One task item to print: the port reads the document with the task's rights and makes it a job. */
+export interface PrintItemSubmission {
+  sid: string;
+  tid: string;
+  /** The input item's id. */
+  item: string;
+  /** A repository document (`/v1/services/<sid>/repo/<uuid>`), read with the rights of the task's principal. */
+  href: string;
+  printer: string;
+  copies?: number;
+  priority?: number;
+  /** A flow name; absent: the printer's. */
+  flow?: string;
+  /** The job's name (default: the document's name). */
+  name?: string;
+}
+
+/** A printer as the `print` port shows it. */
+export interface PrinterView {
+  name: string;
+  /** The print API's runtime status: idle, printing, paused, error, disabled. */
+  state: string;
+  description: string | null;
+}
+
+/** A printer a connector wants to exist (created when missing, never changed when it exists). */
+export interface PrinterToEnsure {
+  name: string;
+  connection: string;
+  description?: string;
+  location?: string;
+}
+
+/** What `hold`, `release` and `cancel` did to one job. */
+export type PrintJobChange = 'changed' | 'unchanged' | 'in-delivery' | 'final' | 'gone';
+
+/**
+ * The print services as a task connector may use them
+ * (`src/runtime/print-port.ts`). Given only to connector types that list
+ * `print` in `ConnectorType.ports`.
+ *
+ * - `submitItem` is idempotent per task item and run: the same item of the
+ *   same run never gets two jobs, even when a worker dies between the
+ *   submission and its report (a unique key on the job's task reference,
+ *   migration 021); a job of an earlier run that is not final, or that
+ *   printed, is taken over by the new run instead of printing again. The
+ *   document is streamed, never held whole; the job's `fileName` is the
+ *   document's name. Refusals (document not readable by the task's
+ *   principal, unknown printer or flow) are `AppError`s with a 4xx status.
+ * - Every state change of a job with a task reference reaches the item
+ *   through the `print.task-report` job, written by the job's own change
+ *   (a trigger of migration 021): the connector reports nothing after the
+ *   submission.
+ */
+export interface PrintPort {
+  submitItem(s: PrintItemSubmission): Promise<PrintJobView>;
+  /** The task's jobs (the latest per item), for the action hooks. */
+  jobsOfTask(tid: string): Promise<PrintJobView[]>;
+  /** Holds a waiting job (the print API's pause); a job being delivered cannot be held. */
+  hold(id: string, by: string): Promise<PrintJobChange>;
+  /** Releases a held job (the print API's resume). */
+  release(id: string, by: string): Promise<PrintJobChange>;
+  /** Cancels a job that is not final and not being delivered (one already on its way cannot be taken back). */
+  cancel(id: string, by: string): Promise<PrintJobChange>;
+  printer(name: string): Promise<PrinterView | undefined>;
+  /** Creates the printer (as the system user `by`) unless one of that name exists (an operator's changes are kept); true when created. */
+  ensurePrinter(p: PrinterToEnsure, by: string): Promise<boolean>;
+}
+
+/** Ports a connector type asks for by name (`ConnectorType.ports`); it gets those and no others at creation. */
+export interface ServicePorts {
+  print: PrintPort;
 }

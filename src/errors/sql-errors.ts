@@ -15,6 +15,7 @@ const QUERY_CANCELED = '57014';
 const CONSTRAINT_RULES: ReadonlyMap<string, () => AppError> = new Map([
   ['entries_children', () => new AppError('NAME_EXISTS', 'an entry with this name already exists in the collection')],
   ['entries_fs_path', () => new AppError('NAME_EXISTS', 'an entry with this name already exists in the collection')],
+  ['panels_holder_name', () => new AppError('NAME_EXISTS', 'you have a panel with this name already')],
   // the parent collection was deleted while an entry was being created or moved into it
   ['entries_parent_fkey', () => new AppError('ENTRY_NOT_FOUND', 'the collection no longer exists')],
 ]);

@@ -80,6 +80,8 @@ export function displayUrl(url: URL): string {
 }
 
 const forbidden = (message: string) => new AppError('IMPORT_FORBIDDEN', message);
+/** What an operator sets to allow it (a local trial), said where the refusal is read. */
+const PRIVATE_HINT = ' (loopback and private networks are allowed only with the configuration key commands.importAllowPrivate: true)';
 const fetchFailed = (message: string) => new AppError('IMPORT_FETCH_FAILED', message);
 
 /**
@@ -100,7 +102,7 @@ export async function safeFetch(start: URL, opts: SafeFetchOptions): Promise<Fet
     }
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!opts.allowPrivate && isIP(host) && !judgeAddress(host).allowed) {
-      throw forbidden(`importing from ${url.hostname} (not a public address) is not allowed`);
+      throw forbidden(`importing from ${url.hostname} (not a public address) is not allowed${PRIVATE_HINT}`);
     }
     let res;
     try {
@@ -112,7 +114,7 @@ export async function safeFetch(start: URL, opts: SafeFetchOptions): Promise<Fet
     } catch (err) {
       opts.onError?.(err, displayUrl(url));
       for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
-        if (e instanceof ForbiddenAddressError) throw forbidden(`importing from ${url.hostname} is not allowed: it is not a public address`);
+        if (e instanceof ForbiddenAddressError) throw forbidden(`importing from ${url.hostname} is not allowed: it is not a public address${PRIVATE_HINT}`);
       }
       throw fetchFailed(`cannot fetch ${displayUrl(url)}: ${describeFetchError(err)}`);
     }

@@ -4,12 +4,15 @@ import { CronExpressionParser } from 'cron-parser';
 import { jobStatus } from './job-status.js';
 import { JOBS, QUEUE_NAMES, jobIdFor, parseJob, type JobData, type JobName, type QueueName } from './jobs.js';
 import { DEFAULT_LOCK_MS, connectionOf, connectedWithin, outageLogger, within, type QueueOptions } from './redis-connection.js';
+import { bindPrefix } from './prefix-binding.js';
 
 import type { JobStatus } from './job-status.js';
+import { queueBoardAdapters, type BaseAdapter } from './queue-board.js';
 
 // The queue's public face, with the workers (worker-pool.ts) as its other half.
 export type { JobStatus } from './job-status.js';
 export { MAX_STALLED_COUNT, type QueueOptions } from './redis-connection.js';
+export { PrefixTakenError } from './prefix-binding.js';
 export { startWorkers, type ConcurrencyMap, type JobOutcome, type WorkerOptions, type WorkerPool } from './worker-pool.js';
 
 /** When a scheduled job runs: a cron pattern (5 or 6 fields, seconds first; optional time zone) or a fixed interval. */
@@ -54,6 +57,14 @@ export interface JobQueue {
   connected(): boolean;
   /** Calls `cb` each time the connection to Redis is up again after it was lost (not at the first connect). */
   onReconnect(cb: () => void): void;
+  /** Every queue as a bull-board adapter, for the admins' queue dashboard (`src/api/admin/`); the queues are this object's own. */
+  boardAdapters(opts: { readOnly: boolean }): BaseAdapter[];
+  /**
+   * Resolves once the prefix is found to be this deployment's (at once without
+   * `deployment`); rejects with `PrefixTakenError` when it is another's. Every
+   * operation above waits for it, and rejects with it.
+   */
+  bound(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -129,7 +140,13 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     for (const cb of reconnected) cb();
   });
   const statusOpts = { lockDurationMs: opts.lockDurationMs ?? DEFAULT_LOCK_MS };
+  let closed = false;
+  const binding = opts.deployment === undefined
+    ? Promise.resolve()
+    : bindPrefix(pinger, { url: opts.url, prefix: opts.prefix, deployment: opts.deployment, closed: () => closed });
+  binding.catch(() => undefined); // owned by every caller of `bound()` and of the operations
   const add = async (name: JobName, payload: unknown, jobId: string, delay?: number) => {
+    await binding;
     await queueFor(JOBS[name].queue).add(name, payload, { jobId, delay, attempts: JOBS[name].attempts });
   };
   return {
@@ -151,11 +168,12 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
         batch.push({ name, data: payload, opts: { jobId, attempts: JOBS[name].attempts } });
         return jobId;
       });
-      const added = Promise.all([...byQueue].map(([queue, batch]) => queueFor(queue).addBulk(batch)));
+      const added = binding.then(() => Promise.all([...byQueue].map(([queue, batch]) => queueFor(queue).addBulk(batch))));
       await (enqueueOpts?.timeoutMs === undefined ? added : bounded(added, enqueueOpts.timeoutMs));
       return ids;
     },
     async inspect(name, data) {
+      await binding;
       const q = queueFor(JOBS[name].queue);
       const jobId = jobIdFor(name, parseJob(name, data));
       const job = await q.getJob(jobId);
@@ -166,6 +184,7 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     },
     async recreate(name, data) {
       const payload = parseJob(name, data);
+      await binding;
       const jobId = jobIdFor(name, payload);
       // 0 = locked by a live worker (or one of its dependencies is): leave it alone
       if ((await queueFor(JOBS[name].queue).remove(jobId)) === 0 && (await queueFor(JOBS[name].queue).getJob(jobId))) return false;
@@ -174,13 +193,17 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     },
     async schedule(name, data, when) {
       const payload = parseJob(name, data);
-      await queueFor(JOBS[name].queue).upsertJobScheduler(jobIdFor(name, payload), repeatOf(when), { name, data: payload });
+      const repeat = repeatOf(when); // a bad schedule is refused before Redis is waited for
+      await binding;
+      await queueFor(JOBS[name].queue).upsertJobScheduler(jobIdFor(name, payload), repeat, { name, data: payload });
     },
     async unschedule(name, data) {
       const payload = parseJob(name, data);
+      await binding;
       return queueFor(JOBS[name].queue).removeJobScheduler(jobIdFor(name, payload));
     },
     async depths() {
+      await binding;
       const out = {} as Record<QueueName, Record<string, number>>;
       for (const name of QUEUE_NAMES) {
         out[name] = await queueFor(name).getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
@@ -192,7 +215,10 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
     },
     connected: () => pinger.status === 'ready',
     onReconnect: (cb) => void reconnected.add(cb),
+    boardAdapters: ({ readOnly }) => queueBoardAdapters(QUEUE_NAMES.map(queueFor), readOnly),
+    bound: () => binding,
     async close() {
+      closed = true;
       await Promise.all([...queues.values()].map((q) => within(q.close(), 5000)));
       pinger.disconnect();
     },

@@ -41,6 +41,19 @@ export const JOBS = {
     // printer names are any Unicode: encoded so the id holds no ':' or spaces
     id: (d: { printer: string }) => `print.dispatch.${encodeURIComponent(d.printer)}`,
   },
+  // a print job with a task reference changed (written by migration 021's trigger in the changing statement):
+  // its state is reported to the task item; `n` numbers the change, so a change never merges into a report
+  // already running (the handler reports the job as it is when it runs)
+  'print.task-report': {
+    queue: 'tasks',
+    attempts: 5,
+    schema: z.strictObject({
+      job: z.string().regex(/^[1-9][0-9]{0,18}$/), n: z.int().min(0), sid, tid: uuid, item: uuid, run: z.int().min(0),
+      // the job was deleted before it ended
+      gone: z.boolean(),
+    }),
+    id: (d: { job: string; n: number }) => `print.task-report.${d.job}.${d.n}`,
+  },
   'housekeeping.run': {
     queue: 'housekeeping',
     attempts: 1,

@@ -9,6 +9,11 @@ export interface QueueOptions {
   log: Logger;
   /** How long a job's lock lives without renewal (BullMQ `lockDuration`); default 30 s. */
   lockDurationMs?: number;
+  /**
+   * The deployment (its database's id) the prefix belongs to (`prefix-binding.ts`):
+   * the queue touches no job before the prefix is found to be this deployment's.
+   */
+  deployment?: string;
 }
 
 /**

@@ -27,6 +27,8 @@ export interface WorkerPool {
 export type JobOutcome = 'completed' | 'failed' | 'retried';
 
 export interface WorkerOptions extends QueueOptions {
+  /** The workers start once this resolves (the queue's `bound()`: the prefix is this deployment's); never if it rejects. */
+  ready?: Promise<void>;
   /** Jobs run at once per queue: a number for every queue, or per queue with a `default`. */
   concurrency: number | ConcurrencyMap;
   /** Called after every attempt (metrics). */
@@ -43,69 +45,76 @@ const concurrencyOf = (c: number | ConcurrencyMap, queue: QueueName): number =>
 export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): WorkerPool {
   const workers: Worker[] = [];
   const lockDuration = opts.lockDurationMs ?? DEFAULT_LOCK_MS;
-  for (const queue of QUEUE_NAMES) {
-    const names = (Object.keys(JOBS) as JobName[]).filter((n) => JOBS[n].queue === queue && handlers[n]);
-    if (names.length === 0) continue;
-    // three parameters: BullMQ then gives each job an AbortSignal (cancelJob, cancelAllJobs)
-    const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
-      const name = job.name as JobName;
-      const handler = handlers[name] as ((d: unknown, c: JobContext) => Promise<void>) | undefined;
-      if (!handler) throw new UnrecoverableError(`no handler for job ${job.name}`);
-      let data: unknown;
-      try {
-        data = parseJob(name, job.data);
-      } catch (err) {
-        if (err instanceof InvalidJobError) throw new UnrecoverableError(err.message);
-        throw err;
-      }
-      const attempts = job.opts.attempts ?? 1;
-      try {
-        await handler(data, {
-          attempt: job.attemptsMade + 1,
-          finalAttempt: job.attemptsMade + 1 >= attempts,
-          signal: signal ?? new AbortController().signal,
-          progress: (value: number | Record<string, unknown>) => job.updateProgress(value),
-        });
-      } catch (err) {
-        if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);
-        if (err instanceof RunAgainError && token) {
-          // BullMQ's way to run a job later: move it to delayed, then tell the worker it was not a failure
-          await job.moveToDelayed(Date.now() + Math.max(0, err.delayMs), token);
-          throw new DelayedError();
+  let closed = false;
+  const startAll = () => {
+    for (const queue of QUEUE_NAMES) {
+      const names = (Object.keys(JOBS) as JobName[]).filter((n) => JOBS[n].queue === queue && handlers[n]);
+      if (names.length === 0) continue;
+      // three parameters: BullMQ then gives each job an AbortSignal (cancelJob, cancelAllJobs)
+      const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
+        const name = job.name as JobName;
+        const handler = handlers[name] as ((d: unknown, c: JobContext) => Promise<void>) | undefined;
+        if (!handler) throw new UnrecoverableError(`no handler for job ${job.name}`);
+        let data: unknown;
+        try {
+          data = parseJob(name, job.data);
+        } catch (err) {
+          if (err instanceof InvalidJobError) throw new UnrecoverableError(err.message);
+          throw err;
         }
-        throw err;
-      }
-    };
-    const worker = new Worker(queue, processor, {
-      connection: connectionOf(opts.url), prefix: opts.prefix, concurrency: concurrencyOf(opts.concurrency, queue), autorun: true,
-      lockDuration, stalledInterval: lockDuration, maxStalledCount: MAX_STALLED_COUNT,
-    });
-    // jobs that finish together (one shared final-report statement) hand their moveToFinished to Redis in one write
-    worker.getBackend().client.then((client) => {
-      if (client instanceof Redis) writePerTurn(client);
-    }, () => undefined);
-    worker.on('completed', (job) => opts.onOutcome?.(queue, job.name, 'completed'));
-    worker.on('failed', (job, err) => {
-      if (!job) return;
-      const final = job.attemptsMade >= (job.opts.attempts ?? 1) || err instanceof UnrecoverableError;
-      opts.onOutcome?.(queue, job.name, final ? 'failed' : 'retried');
-      opts.log[final ? 'error' : 'warn']({ err, queue, job: job.id, attempt: job.attemptsMade }, final ? 'job failed' : 'job attempt failed; will retry');
-    });
-    // Another worker may take the job over once its lock is gone: the handler should stop.
-    worker.on('lockRenewalFailed', (jobIds: string[]) => {
-      for (const id of jobIds) worker.cancelJob(id, 'lock lost');
-    });
-    const outage = outageLogger(opts.log, { queue, worker: true });
-    worker.on('error', (err) => outage.error(err));
-    worker.on('ready', () => outage.ready());
-    workers.push(worker);
-  }
+        const attempts = job.opts.attempts ?? 1;
+        try {
+          await handler(data, {
+            attempt: job.attemptsMade + 1,
+            finalAttempt: job.attemptsMade + 1 >= attempts,
+            signal: signal ?? new AbortController().signal,
+            progress: (value: number | Record<string, unknown>) => job.updateProgress(value),
+          });
+        } catch (err) {
+          if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);
+          if (err instanceof RunAgainError && token) {
+            // BullMQ's way to run a job later: move it to delayed, then tell the worker it was not a failure
+            await job.moveToDelayed(Date.now() + Math.max(0, err.delayMs), token);
+            throw new DelayedError();
+          }
+          throw err;
+        }
+      };
+      const worker = new Worker(queue, processor, {
+        connection: connectionOf(opts.url), prefix: opts.prefix, concurrency: concurrencyOf(opts.concurrency, queue), autorun: true,
+        lockDuration, stalledInterval: lockDuration, maxStalledCount: MAX_STALLED_COUNT,
+      });
+      // jobs that finish together (one shared final-report statement) hand their moveToFinished to Redis in one write
+      worker.getBackend().client.then((client) => {
+        if (client instanceof Redis) writePerTurn(client);
+      }, () => undefined);
+      worker.on('completed', (job) => opts.onOutcome?.(queue, job.name, 'completed'));
+      worker.on('failed', (job, err) => {
+        if (!job) return;
+        const final = job.attemptsMade >= (job.opts.attempts ?? 1) || err instanceof UnrecoverableError;
+        opts.onOutcome?.(queue, job.name, final ? 'failed' : 'retried');
+        opts.log[final ? 'error' : 'warn']({ err, queue, job: job.id, attempt: job.attemptsMade }, final ? 'job failed' : 'job attempt failed; will retry');
+      });
+      // Another worker may take the job over once its lock is gone: the handler should stop.
+      worker.on('lockRenewalFailed', (jobIds: string[]) => {
+        for (const id of jobIds) worker.cancelJob(id, 'lock lost');
+      });
+      const outage = outageLogger(opts.log, { queue, worker: true });
+      worker.on('error', (err) => outage.error(err));
+      worker.on('ready', () => outage.ready());
+      workers.push(worker);
+    }
+  };
+  // a worker takes jobs the moment it connects: none before the prefix is known to be this deployment's
+  if (opts.ready) opts.ready.then(() => closed || startAll(), () => undefined);
+  else startAll();
   return {
     cancel: (jobId, reason = 'cancelled') => workers.some((w) => w.cancelJob(jobId, reason)),
     // Worker.close() waits for running jobs to finish: drain before Redis goes away.
     // Bounded, so that a Redis that is gone cannot hold the shutdown forever; jobs
     // still running then are asked to stop (their signal) and given a moment.
     close: async (timeoutMs = 20_000) => {
+      closed = true;
       await Promise.all(workers.map(async (w) => {
         await within(w.close(), timeoutMs);
         w.cancelAllJobs('shutdown');

@@ -9,6 +9,8 @@ import type { Area } from '../areas/area.js';
 import { LongLivedResponses } from '../api/long-lived.js';
 import { buildServices, httpOrigin } from './build-services.js';
 import type { Services } from './services.js';
+import { StartError } from '../errors/start-error.js';
+import { PrefixTakenError } from '../queue/job-queue.js';
 
 export interface RuntimeParts {
   /** Serve the HTTP APIs. */
@@ -23,6 +25,12 @@ export interface Runtime {
   services: Services;
   /** Base URL of the HTTP server (when `api`). */
   url?: string;
+  /**
+   * Resolves when the runtime had to stop on its own after it started (Redis
+   * came up holding another deployment's queues under its prefix), once it
+   * has stopped; the entrypoint then exits non-zero. Never resolves otherwise.
+   */
+  failed: Promise<Error>;
   stop(): Promise<void>;
 }
 
@@ -46,11 +54,21 @@ function serverTimeouts(c: AppConfig['server']): http.ServerOptions {
   };
 }
 
+/** Why a listener cannot be had, said so that the operator knows what to change (one line, no stack). */
+const LISTEN_ERRORS: Record<string, string> = {
+  EADDRINUSE: 'the port is in use by another process; set PORT (server.port) to a free port, or stop that process',
+  EACCES: 'this user may not listen on that port; set PORT (server.port) to a port above 1023',
+  EADDRNOTAVAIL: 'this machine has no such address; set HOST (server.host) to one of its addresses, or 0.0.0.0',
+};
+
 function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why = LISTEN_ERRORS[err.code ?? ''];
+      reject(why ? new StartError(`cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${why}`) : err);
+    });
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.removeAllListeners('error');
       resolve((server.address() as AddressInfo).port);
     });
   });
@@ -142,5 +160,12 @@ export async function startRuntime(config: AppConfig, parts: RuntimeParts, log: 
     })();
     return stopping;
   };
-  return { services: s, url: server ? httpOrigin(config.server.host, port) : undefined, stop };
+  const failed = new Promise<Error>((resolve) => {
+    s.queue.bound().catch((err: unknown) => {
+      if (!(err instanceof PrefixTakenError) || stopping) return;
+      log.fatal({ err }, 'stopping: the Redis prefix belongs to another deployment');
+      void stop().finally(() => resolve(err));
+    });
+  });
+  return { services: s, url: server ? httpOrigin(config.server.host, port) : undefined, failed, stop };
 }

@@ -11,6 +11,8 @@ import type { TaskService } from '../areas/tasks/task-service.js';
 import type { TaskLists } from '../areas/tasks/task-lists.js';
 import type { ActionService } from '../areas/tasks/actions/action-service.js';
 import type { ListService } from '../areas/lists/list-service.js';
+import type { MessageService } from '../areas/messages/message-service.js';
+import type { FunctionService } from '../areas/functions/function-service.js';
 import type { PrintJobService } from '../areas/print/jobs/print-job-service.js';
 import type { PrinterService } from '../areas/print/printers/printer-service.js';
 import type { FlowService } from '../areas/print/flows/flow-service.js';
@@ -25,6 +27,9 @@ import type { OutboxRelay } from '../outbox/relay.js';
 import type { Database } from '../storage/driver/database.js';
 import type { EventHub } from '../events/event-hub.js';
 import type { EventPublisher } from '../events/publisher.js';
+import type { PanelService } from '../areas/panels/panel-service.js';
+import type { ConfigTreeService } from '../areas/config-tree/config-tree-service.js';
+import type { SessionService } from '../areas/sessions/session-service.js';
 
 /** Everything the API and the workers share; built once per process by `buildServices`. */
 export interface Services {
@@ -53,6 +58,10 @@ export interface Services {
   taskActions: ActionService;
   /** Per-user lists. */
   lists: ListService;
+  /** Per-user messages; also the connectors' `MessagePort`. */
+  messages: MessageService;
+  /** The services' functions (`GET`/`POST /v1/services/{sid}/function`). */
+  functions: FunctionService;
   /** The print API's domain operations (`/v3`): jobs, printers, flows, configuration keys, statistics. */
   printJobs: PrintJobService;
   printers: PrinterService;
@@ -65,4 +74,10 @@ export interface Services {
   events: EventHub;
   /** Moves committed events into the Redis stream; started by every role, one publishing at a time. */
   eventPublisher: EventPublisher;
+  /** UI panels: the read-only defaults (`/v1/ui`) and each user's own (`/v1/panels`). */
+  panels: PanelService;
+  /** The configuration tree (`/v1/config`). */
+  configTree: ConfigTreeService;
+  /** Open sessions per user (`/v1/sessions`); every authenticated request reports to it. */
+  sessions: SessionService;
 }

@@ -32,7 +32,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   const workersStopping = new AbortController();
   const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal, workersStopping.signal), {
     url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
-    concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
+    concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs, ready: s.queue.bound(),
     onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
   });
   log.debug('workers started; reconciling');
@@ -68,7 +68,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   timer.unref();
   void s.queue.schedule('housekeeping.run', {}, { everyMs: config.queues.housekeepingIntervalMs })
     .catch((err: unknown) => log.warn({ err }, 'cannot schedule housekeeping'));
-  s.registry.start({ db: s.db, outbox: outboxPort(s.outbox, s.db), work: workPort(s), metrics: (sid) => s.metrics.intake(sid) });
+  s.registry.start({ db: s.db, outbox: outboxPort(s.outbox, s.db), work: workPort(s), metrics: (sid) => s.metrics.intake(sid), messages: s.messages });
   log.info({ concurrency: config.queues.concurrency }, 'workers running');
 
   return {

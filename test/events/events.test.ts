@@ -76,6 +76,30 @@ describe('GET /v1/events', () => {
     expect(taskEvents(rootStream, bobTid)).toEqual(['processing', 'completed']);
   });
 
+  it('panel.create and message.created reach their user only, committed with the panel and the message', async () => {
+    const annStream = await sse('ann');
+    const bobStream = await sse('bob');
+    const rootStream = await sse('root');
+    const panel = await ann.post('/v1/panels', { name: `ev-panel-${Date.now()}`, createpanel: '1' });
+    expect(panel.status, JSON.stringify(panel.body)).toBe(200);
+    const quiet = await ann.post('/v1/panels', { name: `ev-quiet-${Date.now()}` });
+    expect(quiet.status).toBe(200);
+    const message = await ann.post('/v1/messages', { text: 'to ann' });
+    expect(message.status).toBe(200);
+    await annStream.waitFor((e) => e.event === 'panel.create' && dataOf(e).pid === panel.body.pid);
+    await annStream.waitFor((e) => e.event === 'message.created' && dataOf(e).uuid === message.body.uuid);
+    expect(dataOf(annStream.of('panel.create').find((e) => dataOf(e).pid === panel.body.pid)!)).toEqual(panel.body);
+    expect(dataOf(annStream.of('message.created').find((e) => dataOf(e).uuid === message.body.uuid)!)).toMatchObject({ uuid: message.body.uuid, text: 'to ann', type: 'info' });
+    // a panel created without createpanel raises nothing; nobody else hears ann's
+    expect(annStream.of('panel.create').some((e) => dataOf(e).pid === quiet.body.pid)).toBe(false);
+    // a later event of bob's own, so anything of ann's would have reached bob and root before it
+    const mine = await bob.post('/v1/messages', { text: 'to bob' });
+    await bobStream.waitFor((e) => e.event === 'message.created' && dataOf(e).uuid === mine.body.uuid);
+    for (const other of [bobStream, rootStream]) {
+      expect(other.events.some((e) => e.data.includes(panel.body.pid) || e.data.includes(message.body.uuid))).toBe(false);
+    }
+  });
+
   it('sends heartbeats as comment lines', async () => {
     const c = await sse('ann');
     await eventually(async () => (c.comments >= 2 ? true : undefined), 10_000, 50);

@@ -7,6 +7,8 @@ export interface LpdJob {
   control?: string;
   /** Data files by name, each once received whole and acknowledged. */
   files: Map<string, Buffer>;
+  /** Set once the control file's acknowledgement was due (with `ackDelayMs`, a while after `control`): sent, unless the client was gone. */
+  acknowledged?: boolean;
   /** The source port the client connected from. */
   sourcePort: number;
 }
@@ -16,6 +18,8 @@ export interface LpdReceiverOptions {
   queues?: readonly string[];
   /** Closes the connection once this many data bytes arrived, acknowledging nothing more (a daemon that dies mid-job). */
   dieAfterBytes?: number;
+  /** How long the daemon takes to acknowledge a complete job (the control file's zero byte): a slow device; 0 by default. */
+  ackDelayMs?: number;
 }
 
 /**
@@ -62,6 +66,11 @@ export class LpdReceiver {
 
   close = () => this.down();
 
+  /** Jobs whose control file arrived whole and whose acknowledgement is not sent yet (with `ackDelayMs`). */
+  held(): LpdJob[] {
+    return this.jobs.filter((j) => j.control !== undefined && !j.acknowledged);
+  }
+
   /** Jobs whose control file arrived: their data files' bytes, in file name order. */
   received(): Buffer[] {
     return this.jobs.filter((j) => j.control !== undefined).map((j) => Buffer.concat([...j.files.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, b]) => b)));
@@ -95,11 +104,22 @@ export class LpdReceiver {
           }
           if (file.due > 0) return;
           const all = Buffer.concat(file.parts);
+          const { kind, name } = file;
           // the last byte is the zero that ends a file
           const content = all.subarray(0, all.length - 1);
-          if (file.kind === 2) job!.control = content.toString('latin1');
-          else job!.files.set(file.name, content);
           file = undefined;
+          if (kind === 2) {
+            const done = job!;
+            done.control = content.toString('latin1');
+            const acknowledge = () => {
+              if (!socket.destroyed) ack();
+              done.acknowledged = true;
+            };
+            if (this.opts.ackDelayMs) setTimeout(acknowledge, this.opts.ackDelayMs).unref();
+            else acknowledge();
+            continue;
+          }
+          job!.files.set(name, content);
           ack();
           continue;
         }

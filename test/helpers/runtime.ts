@@ -61,7 +61,8 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
       redis: { url: TEST_REDIS_URL, prefix },
       commands: { importAllowPrivate: true },
       queues: { reconcileIntervalMs: 60_000 },
-      services: TEST_SERVICES,
+      // the default configuration's demo printer is left out (tests count printers); a test that wants it gives `services`
+      services: { ...TEST_SERVICES, print: { options: { printers: [] } } },
       ...opts.overrides,
       // directory printers live in temp directories of their own (print helpers' `makePrinter`), beside DATA_DIR
       print: deepMerge({ confinement: { directoryRoots: [os.tmpdir()] } }, (opts.overrides?.print ?? {}) as Record<string, unknown>),

@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,8 +17,22 @@ afterAll(async () => {
   await dropQueues(prefix);
 });
 
-const start = (role: 'all' | 'api' | 'worker', dataDir: string, port: number, extraEnv: Record<string, string> = {}) =>
-  startProcess(role, { DATA_DIR: dataDir, PORT: String(port), ...extraEnv });
+/** Queue prefixes of the processes started without a CONFIG: each embedded database its own (a prefix is bound to one database). */
+const ownPrefixes: string[] = [];
+afterAll(async () => {
+  for (const p of ownPrefixes) await dropQueues(p);
+});
+
+const start = async (role: 'all' | 'api' | 'worker', dataDir: string, port: number, extraEnv: Record<string, string> = {}) => {
+  if (extraEnv.CONFIG === undefined) {
+    const own = uniqueName('sdp');
+    ownPrefixes.push(own);
+    const cfg = path.join(dataDir, `prefix-${own}.yaml`);
+    await writeFile(cfg, `redis:\n  prefix: ${own}\n`);
+    extraEnv = { ...extraEnv, CONFIG: cfg };
+  }
+  return startProcess(role, { DATA_DIR: dataDir, PORT: String(port), ...extraEnv });
+};
 
 /** Three processes start at once under a loaded test run: starting can be slow, so the waits are generous. */
 const STARTUP_MS = 120_000;
@@ -101,7 +116,6 @@ describe('graceful shutdown', () => {
     const dataDir = await tempDir('wcr-sd-');
     const port = await freePort();
     const cfg = path.join(dataDir, 'test.yaml');
-    const { writeFile } = await import('node:fs/promises');
     await writeFile(cfg, `database:\n  schema: ${schema}\nredis:\n  prefix: ${prefix}\n`);
     const env = { DATABASE_URL: TEST_DATABASE_URL, CONFIG: cfg };
     const api = await start('api', dataDir, port, env);
@@ -131,7 +145,6 @@ describe('graceful shutdown', () => {
     const dataDir = await tempDir('wcr-sd-');
     const port = await freePort();
     const cfg = path.join(dataDir, 'fast.yaml');
-    const { writeFile } = await import('node:fs/promises');
     await writeFile(cfg, 'server:\n  shutdownTimeoutMs: 4000\n');
     const { child, logs, exited } = await start('all', dataDir, port, { REDIS_URL: 'redis://127.0.0.1:1', CONFIG: cfg });
     const body = await eventually(async () => {

@@ -12,16 +12,20 @@ import { describe, expect, it } from 'vitest';
  */
 const OWNERS: Readonly<Record<string, string>> = {
   commands: 'src/areas/commands/command-store.ts',
+  config_items: 'src/areas/config-tree/store/config-item-store.ts',
   connector_leases: 'src/connectors/lifecycle/lease-store.ts',
   connector_state: 'src/connectors/lifecycle/state-store.ts',
+  deployment: 'src/runtime/deployment-store.ts',
   entries: 'src/areas/repository/entry-store.ts',
   // and `raise_event` (migration 024), which writers call in their own statements, and its triggers
   events: 'src/events/event-store.ts',
   intake_files: 'src/connectors/lifecycle/intake-file-store.ts',
   job_recreations: 'src/worker/recreation-store.ts',
   lists: 'src/areas/lists/store/list-store.ts',
+  messages: 'src/areas/messages/store/message-store.ts',
   list_items: 'src/areas/lists/store/list-store.ts',
   outbox: 'src/outbox/outbox-store.ts',
+  panels: 'src/areas/panels/store/panel-store.ts',
   print_configs: 'src/areas/print/config/config-store.ts',
   print_documents: 'src/areas/print/jobs/store/job-store.ts',
   print_flows: 'src/areas/print/flows/flow-store.ts',
@@ -29,6 +33,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   print_logs: 'src/areas/print/jobs/store/job-store.ts',
   printers: 'src/areas/print/printers/printer-store.ts',
   schema_migrations: 'src/storage/migrate.ts',
+  sessions: 'src/areas/sessions/store/session-store.ts',
   task_items: 'src/areas/tasks/store/task-store.ts',
   tasks: 'src/areas/tasks/store/task-store.ts',
 };

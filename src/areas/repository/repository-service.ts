@@ -397,13 +397,13 @@ export class RepositoryService {
       } catch (err) {
         // The backend's early check (before it reads a byte) looked at the path read above; a rename
         // of the entry or of a collection above it may have moved the files since (its transaction
-        // renames on disk under the rows' lock, then commits). Wait for that lock, then follow the
-        // entry to its new path while the body is still unread; an entry that is gone stays 404.
+        // renames on disk under the rows' lock, then commits, or fails and moves them back before
+        // it lets go of the lock). Wait for that lock, then check again where the entry now is, at
+        // a new path or at the same one, while the body is still unread; an entry that is gone
+        // stays 404 (`get`), and so does a path still missing after the last attempt.
         if (!(err instanceof AppError && err.code === 'ENTRY_NOT_FOUND') || source.readableDidRead || attempt >= 3) throw err;
         await this.db.transaction((tx) => store.getEntry(tx, sid, uuid, true));
-        const again = await this.get(p, sid, uuid, 'write');
-        if (again.path === entry.path) throw err;
-        entry = again;
+        entry = await this.get(p, sid, uuid, 'write');
       }
     }
     try {

@@ -54,6 +54,8 @@ export interface TaskParts {
   output?: { list: ListRow; items?: readonly ItemRow[] };
   /** The lists' items are their first ones only (a search: `tasks.searchEmbedItems`). */
   capped?: boolean;
+  /** `embed=input` shows the input list's items too (a single task; searches keep `inputlist` for that). */
+  inputWithItems?: boolean;
 }
 
 /** The task body of DESIGN.md section 6, with the requested `embedded` parts. */
@@ -66,6 +68,8 @@ export function presentTask(t: TaskRow, parts: TaskParts): Record<string, unknow
     name: t.name,
     type: t.type,
     status: t.status,
+    // an extension (migration 026): kept with the task, so a poller need not read every item's cstats
+    progress: t.progress,
     creator: t.creator,
     owner: t.owner,
     created: t.created.toISOString(),
@@ -80,7 +84,7 @@ export function presentTask(t: TaskRow, parts: TaskParts): Record<string, unknow
     action: { href: `${href}/action` },
   };
   const embedded: Record<string, unknown> = {};
-  if (parts.input && parts.embed.has('input')) embedded.input = presentTaskList(t, 'input', parts.input.list);
+  if (parts.input && parts.embed.has('input')) embedded.input = presentTaskList(t, 'input', parts.input.list, parts.inputWithItems ? parts.input.items : undefined, parts.capped);
   if (parts.input?.items && parts.embed.has('inputlist')) embedded.inputlist = presentTaskList(t, 'input', parts.input.list, parts.input.items, parts.capped);
   if (parts.output && parts.embed.has('output')) embedded.output = presentTaskList(t, 'output', parts.output.list, parts.output.items, parts.capped);
   if (Object.keys(embedded).length > 0) out.embedded = embedded;

@@ -90,7 +90,9 @@ export function taskRoutes(s: Services): Router {
     const force = flag(ctx, 'force');
     const [p, sid, tid] = [principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'tid')];
     const task = force ? await tasks.refresh(p, sid, tid) : await tasks.get(p, sid, tid);
-    ctx.body = await present(task, embed, true);
+    // one task: `input` is the spec's only input embed here, so it carries the items (as `output` does)
+    const parts = await taskLists.embedFor(task, { input: embed.has('input'), inputItems: embed.has('input') || embed.has('inputlist'), output: embed.has('output') });
+    ctx.body = presentTask(task, { embed, full: true, inputWithItems: true, ...parts });
   });
 
   for (const [method, schema, mode] of [['put', replaceTaskSchema, 'replace'], ['patch', patchTaskSchema, 'merge']] as const) {

@@ -27,6 +27,7 @@ const readOnlyTask = {
   href: z.unknown().optional(),
   status: z.unknown().optional(),
   cstats: z.unknown().optional(),
+  progress: z.unknown().optional(),
   creator: z.unknown().optional(),
   owner: z.unknown().optional(),
   created: z.unknown().optional(),

@@ -143,6 +143,7 @@ export class TaskService {
         principal: principalToStore(p, owner),
       });
       const filled = await fill(tx, task);
+      task.progress = await store.recountProgress(tx, tid);
       if (counted.length > 0) {
         // held until the commit: the next creation for these users counts this task
         await store.lockTaskCounts(tx, counted.map((u) => u.user));

@@ -9,7 +9,7 @@ import picomatch from 'picomatch';
 import { DONE_DIR, ERROR_DIR, moveInto, moveToError, prepareFolder } from '../intake-files/folder-moves.js';
 import { openForWriting } from '../intake-files/open-writers.js';
 import type { IntakeClaim } from '../ports.js';
-import { completeClaim, failClaim, formatOf, ImportRefused, reasonOf, settleGone, type ImportContext } from './import-file.js';
+import { completeClaim, failClaim, formatOf, ImportRefused, notifyFailure, reasonOf, settleGone, type ImportContext } from './import-file.js';
 
 /** What a file looked like at a look, and since when (monotonic ms) it looked so. */
 interface Seen {
@@ -188,6 +188,7 @@ export class DirectorySource {
     const { c } = this;
     const reason = reasonOf(err);
     if (claim) await failClaim(c, claim, reason);
+    else await notifyFailure(c, name, reason);
     const moved = await moveToError(c.key, name, claim?.id ?? randomUUID().slice(0, 8), reason);
     c.ports.metrics.failed(err.code);
     c.ports.log.warn({ file: name, directory: c.key, code: err.code, reason: err.message, ...err.where, movedTo: moved && path.join(ERROR_DIR, moved) },

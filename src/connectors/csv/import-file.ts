@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { AppError } from '../../errors/app-error.js';
 import type { FailureReason } from '../intake-files/folder-moves.js';
@@ -142,8 +143,34 @@ export async function settleGone(c: ImportContext, claim: IntakeClaim): Promise<
  * the source after this, so a crash in between fails it again the same way.
  */
 export async function failClaim(c: ImportContext, claim: IntakeClaim, reason: FailureReason): Promise<void> {
+  // told first, under a uuid fixed by the claim: a crash before the claim is finished fails it again, and posts nothing new
+  await notifyFailure(c, claim.name, reason, claim.id);
   await c.ports.work.removeTask(c.source.task.service, claim.tid!, c.creator);
   await c.ports.claims.finish(claim.id, 'failed', reason);
+}
+
+/** A uuid derived from `key` (sha256, shaped as a version 8 UUID): the same key, the same uuid. */
+export function derivedUuid(key: string): string {
+  const h = createHash('sha256').update(key).digest('hex');
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * Tells the source's `notify` user (else its `owner`; neither: nobody) that a
+ * file failed, as an error message. With `claimId` the message's uuid is
+ * derived from the claim, so telling twice (a retry after a crash) posts once.
+ */
+export async function notifyFailure(c: ImportContext, name: string, reason: FailureReason, claimId?: string): Promise<void> {
+  const user = c.source.notify ?? c.source.owner;
+  if (user === undefined) return;
+  await c.ports.messages.post(user, {
+    ...(claimId !== undefined ? { uuid: derivedUuid(`csv-import-failed\n${claimId}`) } : {}),
+    type: 'error',
+    text: `Import of "${name}" from ${c.key} failed: ${reason.message}`,
+    source: `csv:${c.sid}`,
+    metadata: { file: name, source: c.key, code: reason.code, ...(reason.row !== undefined ? { row: reason.row } : {}), ...(reason.column !== undefined ? { column: reason.column } : {}) },
+  });
 }
 
 /** A lost lease ends the run: the caller stops importing at once. */

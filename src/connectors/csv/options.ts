@@ -34,6 +34,8 @@ export const sourceSchema = z.strictObject({
   }),
   /** The user the tasks belong to (owner); default none (the intake's own). */
   owner: z.string().min(1).max(256).optional(),
+  /** Who is told (a workflow API message) when a file of this source fails to import; default `owner`; neither: nobody. */
+  notify: z.string().min(1).max(256).optional(),
 }).superRefine((s, ctx) => {
   if ((s.directory === undefined) === (s.url === undefined)) {
     ctx.addIssue({ code: 'custom', path: ['directory'], message: 'give exactly one of directory and url' });

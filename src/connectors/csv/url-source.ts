@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../errors/app-error.js';
 import { safeFetch } from '../../net/safe-fetch.js';
 import type { IntakeClaim } from '../ports.js';
-import { completeClaim, failClaim, formatOf, ImportRefused, reasonOf, settleGone, type ImportContext } from './import-file.js';
+import { completeClaim, failClaim, formatOf, ImportRefused, notifyFailure, reasonOf, settleGone, type ImportContext } from './import-file.js';
 
 /** What the service's state remembers of a URL's last answer (`url/<url>`). */
 interface LastAnswer {
@@ -129,6 +129,7 @@ export class UrlSource {
   private async failed(claim: IntakeClaim | undefined, err: ImportRefused, sha256: string | undefined): Promise<void> {
     const reason = reasonOf(err);
     if (claim) await failClaim(this.c, claim, reason);
+    else await notifyFailure(this.c, this.c.key, reason);
     this.c.ports.metrics.failed(err.code);
     this.c.ports.log.warn({ url: this.c.key, code: err.code, reason: err.message, ...err.where, sha256 }, 'csv import: URL failed');
   }

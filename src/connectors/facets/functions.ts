@@ -1,6 +1,7 @@
 import type { Principal } from '../../auth/principal.js';
 import { AppError } from '../../errors/app-error.js';
-import type { ConnectorPorts } from '../ports.js';
+import type { Action, Area } from '../../config/schema.js';
+import type { ConnectorPorts, IntakeClaimsPort } from '../ports.js';
 
 /** Function ids are path segments: letters, digits, `_`, `-`, `.`. */
 export const FID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
@@ -11,6 +12,8 @@ export interface FunctionParameter {
   type: 'string' | 'number' | 'integer' | 'boolean';
   required: boolean;
   description: string;
+  /** A value that works for the configured instance (the contract suite calls with it; e.g. a watched folder's path). */
+  example?: string | number | boolean;
 }
 
 /** What `GET .../function` lists (DESIGN.md "Functions"). */
@@ -18,6 +21,12 @@ export interface FunctionDescriptor {
   fid: string;
   description: string;
   parameters: readonly FunctionParameter[];
+  /**
+   * The right a caller needs besides a known role (DESIGN.md section 5), e.g.
+   * `{ area: 'documents', action: 'read' }` for a function that shows files;
+   * absent: any known role may call it.
+   */
+  requires?: { area: Area; action: Action };
 }
 
 /** Validated parameters: declared names only, typed; a null-prototype object. */
@@ -25,6 +34,8 @@ export type FunctionParams = Readonly<Record<string, string | number | boolean>>
 
 export interface FunctionContext extends ConnectorPorts {
   principal: Principal;
+  /** The service's intake claims (`intake_files`), for reading what an intake has in hand. */
+  claims: IntakeClaimsPort;
   /** Aborts when the caller goes away. */
   signal: AbortSignal;
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { CommandName, Connector, ConnectorType } from '../connector.js';
 import { filesystemBackend } from './filesystem-backend.js';
 import { sweepFilesystemParts } from './part-sweep.js';
+import { filesystemFunctions } from './filesystem-functions.js';
 
 export { filesystemBackend } from './filesystem-backend.js';
 
@@ -45,6 +46,7 @@ export const filesystemConnectorType: ConnectorType = {
       sid: ctx.sid,
       type: 'filesystem',
       repository: { ...filesystemBackend(root), commands: COMMANDS, contentDelete: false, contentWrite: true },
+      functions: filesystemFunctions(root),
     };
   },
 };

@@ -3,6 +3,7 @@ import type { Connector, ConnectorType, IntakeFacet } from '../connector.js';
 import type { IntakePorts } from '../ports.js';
 import { FolderWatch } from './folder-watch.js';
 import { optionsSchema, type HotFolderOptions } from './options.js';
+import { hotfolderFunctions } from './hotfolder-functions.js';
 
 /**
  * The hot folder: files dropped into watched directories become documents of
@@ -28,6 +29,7 @@ export const hotfolderConnectorType: ConnectorType = {
       sid: ctx.sid,
       type: 'hotfolder',
       intake: hotFolderIntake(ctx.sid, folders, o),
+      functions: hotfolderFunctions(folders, o.stableMs),
       singleInstance: { leaseTtlMs: o.leaseTtlMs },
       uses,
     };

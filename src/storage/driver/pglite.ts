@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
 import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
+import { lockDirectory } from './dir-lock.js';
 
 export interface PgliteOptions {
   /** Directory of the database files; undefined = in memory. */
@@ -8,13 +9,26 @@ export interface PgliteOptions {
   schema: string;
 }
 
-/** Embedded PostgreSQL (WASM) in this process: single connection, same SQL. */
+/**
+ * Embedded PostgreSQL (WASM) in this process: single connection, same SQL.
+ * A directory is locked for as long as it is open: a second process (or a
+ * second open in this one) would keep its own copy of the data in memory and
+ * the last to write its files would lose the other's writes, so it stops with
+ * `DirectoryLockedError` naming the holder instead.
+ */
 export async function openPglite(opts: PgliteOptions): Promise<Database> {
   if (opts.dir) mkdirSync(opts.dir, { recursive: true });
+  const lock = opts.dir ? await lockDirectory(opts.dir, 'the embedded database') : undefined;
   const db = new PGlite(opts.dir, { parsers: { [types.INT8]: (v: string) => Number(v) } });
-  await db.waitReady;
-  // the session settings of the server driver (postgres.ts): timestamps' text is ISO and UTC
-  await db.exec(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"; SET search_path TO "${opts.schema}"; SET TimeZone TO 'UTC'; SET DateStyle TO ISO`);
+  try {
+    await db.waitReady;
+    // the session settings of the server driver (postgres.ts): timestamps' text is ISO and UTC
+    await db.exec(`CREATE SCHEMA IF NOT EXISTS "${opts.schema}"; SET search_path TO "${opts.schema}"; SET TimeZone TO 'UTC'; SET DateStyle TO ISO`);
+  } catch (err) {
+    await db.close().catch(() => {});
+    await lock?.release();
+    throw err;
+  }
   const wrap = (res: { rows: unknown[]; affectedRows?: number }): QueryResult<never> => ({
     rows: res.rows as never[],
     rowCount: res.affectedRows ?? res.rows.length,
@@ -61,6 +75,12 @@ export async function openPglite(opts: PgliteOptions): Promise<Database> {
         // the handler owns its errors
       }
     }),
-    close: () => db.close(),
+    async close() {
+      try {
+        await db.close();
+      } finally {
+        await lock?.release();
+      }
+    },
   };
 }

@@ -19,10 +19,30 @@ export interface PostgresOptions {
   poolSize: number;
 }
 
+/**
+ * A pool client taken out for a transaction or a session. The pool listens
+ * for errors of idle clients only: a taken client whose connection breaks
+ * (the server gone, the connection reset) emits 'error' besides failing its
+ * query, and an 'error' nobody listens to ends the process (a worker died
+ * that way when PostgreSQL went away under a transaction). Each client gets
+ * one listener for its life; the failed query still rejects, and a broken
+ * client is no longer queryable, so the pool drops it at release.
+ */
+const guarded = new WeakSet<pg.PoolClient>();
+async function takeClient(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  if (!guarded.has(client)) {
+    guarded.add(client);
+    client.on('error', () => {});
+  }
+  return client;
+}
+
 /** PostgreSQL server through a `pg` pool pinned to one schema. */
 export async function openPostgres(opts: PostgresOptions): Promise<Database> {
   // The schema must exist before pooled connections put it on their search_path.
   const setup = new pg.Client({ connectionString: opts.url });
+  setup.on('error', () => {}); // a failed statement rejects; the event alone must not end the process
   await setup.connect();
   try {
     // serialized with other processes starting at the same time (see migrate.ts)
@@ -69,7 +89,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
       await pool.query(text);
     },
     async transaction(fn) {
-      const client = await pool.connect();
+      const client = await takeClient(pool);
       const committed: (() => void)[] = [];
       const tx: Tx = {
         query: (text, params) => run(client, text, params),
@@ -94,7 +114,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
       }
     },
     async session(fn) {
-      const client = await pool.connect();
+      const client = await takeClient(pool);
       let broken = false;
       try {
         return await fn({

@@ -13,7 +13,13 @@ import { m016PrintDocuments } from './016-print-documents.js';
 import { m017PrintJobListing } from './017-print-job-listing.js';
 import { m018IntakeFiles } from './018-intake-files.js';
 import { m020TaskPrincipal } from './020-task-principal.js';
+import { m021PrintTaskJobs } from './021-print-task-jobs.js';
+import { m022PanelsConfigSessions } from './022-panels-config-sessions.js';
+import { m023Messages } from './023-messages.js';
 import { m024Events } from './024-events.js';
+import { m025Deployment } from './025-deployment.js';
+import { m026TaskProgress } from './026-task-progress.js';
+import { m027MessageEvents } from './027-message-events.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
@@ -38,4 +44,5 @@ export interface Migration {
  * the same SQL forever. Each applied migration's checksum is recorded, and a
  * start against a database that applied an edited one fails (`migrate.ts`).
  */
-export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger, m016PrintDocuments, m017PrintJobListing, m018IntakeFiles, m020TaskPrincipal, m024Events];
+export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger, m016PrintDocuments, m017PrintJobListing, m018IntakeFiles, m020TaskPrincipal,
+  m021PrintTaskJobs, m022PanelsConfigSessions, m023Messages, m024Events, m025Deployment, m026TaskProgress, m027MessageEvents];

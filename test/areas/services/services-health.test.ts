@@ -14,7 +14,7 @@ describe('services', () => {
     const res = await api.get('/v1/services');
     expect(res.status).toBe(200);
     // the demo configuration's services (config/default.yaml), then the test runtime's
-    expect(res.body.map((s: { sid: string }) => s.sid)).toEqual(['store', 'files', 'demo', 'hotfolder', 'imports', 'nocmd', 'mock']);
+    expect(res.body.map((s: { sid: string }) => s.sid)).toEqual(['store', 'files', 'demo', 'print', 'hotfolder', 'imports', 'nocmd', 'mock']);
     const bySid = (sid: string) => res.body.find((s: { sid: string }) => s.sid === sid);
     const store = bySid('store');
     expect(store).toMatchObject({ sid: 'store', type: 'store', capabilities: { repository: true, commands: ['copy', 'move', 'delete', 'import', 'preview'] } });
@@ -22,6 +22,7 @@ describe('services', () => {
     expect(bySid('nocmd').capabilities.commands).toEqual([]);
     expect(bySid('mock').capabilities.repository).toBe(false);
     expect(bySid('demo').capabilities).toMatchObject({ repository: false, tasks: { actions: ['start', 'pause', 'resume', 'abort'] } });
+    expect(bySid('print')).toMatchObject({ type: 'print', capabilities: { repository: false, tasks: { actions: ['start', 'pause', 'resume', 'abort'] } } });
     expect(bySid('hotfolder')).toMatchObject({ type: 'hotfolder', capabilities: { repository: false, tasks: null, intake: true } });
     expect(bySid('imports')).toMatchObject({ type: 'csv', capabilities: { repository: false, tasks: null, intake: true } });
   });
@@ -66,6 +67,7 @@ describe('health, readiness, metrics, docs', () => {
     const doc = await (await fetch(`${rt.url}/openapi/workflow-api.json`)).json() as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toContain('/services/{sid}/repo/{uuid}/content');
+    for (const p of ['/ui', '/ui/{pid}', '/panels', '/panels/{pid}', '/config', '/sessions']) expect(Object.keys(doc.paths)).toContain(p);
     const page = await fetch(`${rt.url}/docs`);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect(await page.text()).toContain('swagger-ui-bundle.js');

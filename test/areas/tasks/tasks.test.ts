@@ -57,10 +57,23 @@ describe('create and read', () => {
     const full = await ann.get(`${base}/${task.tid}?embed=metadata,input,inputlist,output,cstats`);
     expect(full.status).toBe(200);
     expect(full.body.embedded.input).toMatchObject({ metadata: { tray: '2' }, count: 2 });
-    expect(full.body.embedded.input.embedded).toBeUndefined();
     const items = full.body.embedded.inputlist.embedded.listItems;
     expect(items.map((i: { index: number }) => i.index)).toEqual([0, 1]);
     expect(items[0]).toMatchObject({ href: `/v1/services/store/repo/${doc.body.uuid}`, metadata: { copies: 2 } });
+    // one task: `input` is the spec's only input embed, so it carries the items too (as `output` does)
+    expect(full.body.embedded.input.embedded.listItems).toEqual(items);
+    const inputOnly = await ann.get(`${base}/${task.tid}?embed=input`);
+    expect(inputOnly.status).toBe(200);
+    expect(Object.keys(inputOnly.body.embedded)).toEqual(['input']);
+    expect(inputOnly.body.embedded.input).toMatchObject({ metadata: { tray: '2' }, count: 2 });
+    expect(inputOnly.body.embedded.input.embedded.listItems).toEqual(items);
+    expect(inputOnly.body.embedded.input.truncated).toBeUndefined();
+    // the searches keep `input` for the list's metadata and `inputlist` for its items
+    const searched = await ann.get(`${base}?embed=input,inputlist&name=print%20run`);
+    expect(searched.status).toBe(200);
+    const found = searched.body.find((t: { tid: string }) => t.tid === task.tid);
+    expect(found.embedded.input.embedded).toBeUndefined();
+    expect(found.embedded.inputlist.embedded.listItems).toEqual(items);
     expect(full.body.embedded.output).toMatchObject({ count: 0, embedded: { listItems: [] } });
     // force: a processing task with no open item gets its status derived now (none failed: completed)
     await setStatus(task.tid, 'processing');

@@ -58,8 +58,8 @@ for (const { label, connector } of instances) {
 
     for (const f of facet.list) {
       it(`${f.fid}: bad parameters are 400 INVALID_PARAMETERS; typed and query-string calls agree`, async () => {
-        const typed = Object.fromEntries(f.parameters.map((p) => [p.name, sample[p.type]]));
-        const asQuery = Object.fromEntries(f.parameters.map((p) => [p.name, String(sample[p.type])]));
+        const typed = Object.fromEntries(f.parameters.map((p) => [p.name, p.example ?? sample[p.type]]));
+        const asQuery = Object.fromEntries(f.parameters.map((p) => [p.name, String(p.example ?? sample[p.type])]));
         await rejects(callFunction(facet, f.fid, { ...typed, 'not-declared': 'x' }, ctx(sid)), 400, 'INVALID_PARAMETERS');
         await rejects(callFunction(facet, f.fid, JSON.parse('{"__proto__": {"polluted": true}}'), ctx(sid)), 400, 'INVALID_PARAMETERS');
         expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -72,7 +72,8 @@ for (const { label, connector } of instances) {
         }
         const result = await callFunction(facet, f.fid, typed, ctx(sid));
         expect(JSON.parse(JSON.stringify(result))).toEqual(result);
-        expect(await callFunction(facet, f.fid, asQuery, ctx(sid))).toEqual(result);
+        // without parameters both forms are the same call (and a reading such as free space may move in between)
+        if (f.parameters.length > 0) expect(await callFunction(facet, f.fid, asQuery, ctx(sid))).toEqual(result);
       });
     }
   });

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { BlobStore } from '../../../src/blobs/blob-store.js';
-import type { Connector, FacetName, IntakePorts, WorkPort } from '../../../src/connectors/connector.js';
+import type { Connector, FacetName, IntakePorts, PrintPort, WorkPort } from '../../../src/connectors/connector.js';
 import { intakeFileStore } from '../../../src/connectors/lifecycle/intake-file-store.js';
 import { stateStore } from '../../../src/connectors/lifecycle/state-store.js';
 import { outboxPort } from '../../../src/connectors/ports.js';
@@ -36,7 +36,7 @@ export async function exampleInstances(facet: FacetName): Promise<{ instances: E
       const blobs = new BlobStore(path.join(dataDir, 'blobs'));
       await blobs.init();
       const sid = uniqueName('c').slice(0, 40);
-      const connector = await type.create({ sid, config: { type: type.type, enabled: true, options }, dataDir, blobs, log: createLogger('silent') });
+      const connector = await type.create({ sid, config: { type: type.type, enabled: true, options }, dataDir, blobs, log: createLogger('silent'), ports: { print: memoryPrintPort() } });
       if (connector[facet]) instances.push({ label: `${type.type} ${JSON.stringify(options)}`, connector, dataDir });
       else await rm(dataDir, { recursive: true, force: true });
     }
@@ -45,6 +45,47 @@ export async function exampleInstances(facet: FacetName): Promise<{ instances: E
     instances,
     cleanup: async () => {
       for (const i of instances) await rm(i.dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The print port of the contract suites: no print services exist there, so
+ * jobs are kept in memory (one per item and run, as the runtime's port
+ * keeps them); the print connector's own tests use the runtime's port
+ * (test/connectors/print/).
+ */
+function memoryPrintPort(): PrintPort {
+  const jobs = new Map<string, { id: string; status: string; printer: string }>();
+  const printers = new Set<string>();
+  const find = (id: string) => [...jobs.values()].find((j) => j.id === id);
+  const change = async (id: string, from: string[], to: string) => {
+    const j = find(id);
+    if (!j) return 'gone' as const;
+    if (!from.includes(j.status)) return 'unchanged' as const;
+    j.status = to;
+    return 'changed' as const;
+  };
+  return {
+    async submitItem(s) {
+      const key = `${s.tid}/${s.item}`;
+      let j = jobs.get(key);
+      if (!j) jobs.set(key, (j = { id: String(jobs.size + 1), status: 'waitprocessing', printer: s.printer }));
+      return { ...j, fileName: null, message: null, href: `/v3/jobs/${j.id}` };
+    },
+    async jobsOfTask(tid) {
+      return [...jobs.entries()].filter(([k]) => k.startsWith(`${tid}/`)).map(([, j]) => ({ ...j, fileName: null, message: null, href: `/v3/jobs/${j.id}` }));
+    },
+    hold: (id) => change(id, ['waitprocessing'], 'paused'),
+    release: (id) => change(id, ['paused'], 'waitprocessing'),
+    cancel: (id) => change(id, ['waitprocessing', 'paused'], 'canceled'),
+    async printer(name) {
+      return printers.has(name) ? { name, state: 'idle', description: null } : undefined;
+    },
+    async ensurePrinter(p) {
+      if (printers.has(p.name)) return false;
+      printers.add(p.name);
+      return true;
     },
   };
 }
@@ -70,6 +111,7 @@ export async function openContractEnv(): Promise<{ db: Database; ports(sid: stri
     ports: (sid) => ({
       log, outbox: outboxPort(createOutbox(), db), state: stateStore(db, sid),
       claims: intakeFileStore(db, sid), work: noWork, metrics: { taken: () => {}, failed: () => {} },
+      messages: { post: async () => {} },
     }),
     close: async () => {
       await db.close();

@@ -7,6 +7,7 @@ import { ConnectorRegistry } from '../../../src/connectors/registry.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import { serveFiles, type HttpSource } from '../../helpers/http-source.js';
 import { pathExists } from '../../helpers/fs.js';
+import { derivedUuid } from '../../../src/connectors/csv/import-file.js';
 import { eventually, startTestRuntime, TEST_SERVICES, type TestRuntime } from '../../helpers/runtime.js';
 
 /**
@@ -89,7 +90,7 @@ beforeAll(async () => {
           type: 'csv',
           options: {
             schedule: { everyMs: 1000 }, stableMs: 300, leaseTtlMs: 3000,
-            sources: [{ directory: 'imports', task: { service: 'demo', metadata: { from: '{name}', bytes: '{size}' }, start: true } }],
+            sources: [{ directory: 'imports', notify: 'ops', task: { service: 'demo', metadata: { from: '{name}', bytes: '{size}' }, start: true } }],
           },
         },
         feed: {
@@ -148,6 +149,19 @@ describe('csv connector', () => {
     expect((await db.query('SELECT 1 FROM lists WHERE tid = $1', [claim!.tid])).rowCount).toBe(0);
     expect((await db.query(`SELECT 1 FROM list_items WHERE href LIKE 'https://example.org/bad-%'`)).rowCount).toBe(0);
     expect(await tasksNamed('broken.csv')).toEqual([]);
+    // the source's `notify` user is told once, under a uuid fixed by the claim (a retry posts nothing new)
+    const ops = await rt.token('ops', ['user']);
+    const told = await rt.client.request('GET', '/v1/messages?source=csv:imports', { token: ops });
+    expect(told.status).toBe(200);
+    expect(told.body).toHaveLength(1);
+    const { rows: [claimRow] } = await db.query<{ id: string }>(`SELECT id::text FROM intake_files WHERE name = 'broken.csv'`);
+    expect(told.body[0]).toMatchObject({
+      uuid: derivedUuid(`csv-import-failed\n${claimRow!.id}`), type: 'error', user: 'ops',
+      metadata: { file: 'broken.csv', code: 'INVALID_CSV', row: 2002, column: 'item.href' },
+    });
+    expect(told.body[0].text).toMatch(/^Import of "broken\.csv" from .* failed: .*row 2002/);
+    await rt.services.messages.post('ops', { uuid: told.body[0].uuid, type: 'error', text: 'again' });
+    expect((await rt.client.request('GET', '/v1/messages?source=csv:imports', { token: ops })).body).toHaveLength(1);
     // counted in /metrics
     const metrics = await rt.client.request('GET', '/metrics', { unchecked: true });
     expect(metrics.raw.toString()).toMatch(/intake_files_total\{sid="imports",outcome="failed",code="INVALID_CSV"\} 1/);

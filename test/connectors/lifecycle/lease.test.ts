@@ -133,6 +133,7 @@ function runner(d: Database, sid: string, intake: IntakeFacet, leaseTtlMs = 1500
     log, outbox: outboxPort(createOutbox(), d), state: stateStore(d, sid), claims: intakeFileStore(d, sid),
     work: {} as WorkPort, // the heartbeat intake works on no other service
     metrics: { taken: () => {}, failed: () => {} },
+    messages: { post: async () => {} },
   };
   return new IntakeRunner(connector, { db: d, ports, holder: newHolderId(), log, retryMs: 200 });
 }

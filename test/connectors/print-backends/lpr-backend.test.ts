@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PrintTicket } from '../../../src/connectors/print-backends/print-backend.js';
@@ -73,6 +74,36 @@ describe('lpr print backend', () => {
     const err = await printBackendFor(d.connectionFor(), ctx).send(ticket({ size: 10 }), Readable.from([Buffer.from('short')]), never).catch((e: unknown) => e);
     expect(err).toMatchObject({ kind: 'uncertain' });
     expect(d.received()).toEqual([]);
+  });
+
+  it('timeout: a daemon that stops reading in the middle of a large data file fails the delivery after the idle timeout, not twice it', async () => {
+    // acknowledges the queue and the data file's header, then takes nothing more: the kernel's buffers fill and the write stalls
+    const server = net.createServer((s) => {
+      s.on('error', () => {});
+      let acks = 0;
+      s.on('data', (c: Buffer) => {
+        for (const b of c) {
+          if (b === 0x0a && acks < 2) {
+            acks++;
+            s.write(Buffer.alloc(1));
+            if (acks === 2) s.pause();
+          }
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const idleMs = 2000;
+    const body = Buffer.alloc(32 * 1024 * 1024, 1);
+    const started = performance.now();
+    const err = await printBackendFor(`lpr://127.0.0.1:${(server.address() as net.AddressInfo).port}/raw`, { ...ctx, timeouts: { connectMs: 1000, idleMs } })
+      .send(ticket({ size: body.length }), Readable.from([body]), never).catch((e: unknown) => e);
+    const took = performance.now() - started;
+    server.close();
+    expect(err).toMatchObject({ kind: 'uncertain' });
+    expect((err as Error).message).toMatch(/ETIMEDOUT/);
+    // Node's own socket timeout re-arms once while a write is pending and fired at ~2 idleMs
+    expect(took).toBeGreaterThanOrEqual(idleMs * 0.9);
+    expect(took).toBeLessThan(idleMs * 1.5);
   });
 
   it('lpr: without a size the document is counted first, then sent whole', async () => {

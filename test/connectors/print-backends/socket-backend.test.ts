@@ -85,6 +85,21 @@ describe('socket print backend', () => {
     expect(await refused.checkPhysical(never)).toMatchObject({ reachable: false, message: expect.stringContaining('ECONNREFUSED') as string });
   });
 
+  it('timeout: a device that stops reading in the middle of a large write fails the delivery after the idle timeout, not twice it', async () => {
+    // the device takes nothing: the kernel's buffers fill, then a write of the job's one large chunk stalls
+    const url = await hostile((s) => s.pause());
+    const idleMs = 2000;
+    const started = performance.now();
+    const err = await printBackendFor(url, { ...ctx, timeouts: { connectMs: 500, idleMs } })
+      .send(ticket, Readable.from([Buffer.alloc(32 * 1024 * 1024, 1)]), never).catch((e: unknown) => e);
+    const took = performance.now() - started;
+    expect(err).toMatchObject({ kind: 'uncertain' });
+    expect((err as Error).message).toMatch(/ETIMEDOUT/);
+    // Node's own socket timeout re-arms once when a write is pending and fired at ~2 idleMs
+    expect(took).toBeGreaterThanOrEqual(idleMs * 0.9);
+    expect(took).toBeLessThan(idleMs * 1.5);
+  });
+
   it('the device\'s back-channel data is read and dropped; the job still completes', async () => {
     const url = await hostile((s) => {
       s.write('@PJL INFO STATUS\r\n');

@@ -4,11 +4,15 @@ import { body, principal } from '../../../api/context.js';
 import { jsonBody } from '../../../api/middleware/json-body.js';
 import { validate } from '../../../api/validate.js';
 import { AppError } from '../../../errors/app-error.js';
+import { textProblem } from '../../../errors/input-errors.js';
 import { ACTIONS } from '../../../config/schema.js';
 import type { Services } from '../../../runtime/services.js';
 
-// eslint-disable-next-line no-control-regex -- control characters are what a key must not hold
-const configKey = z.string().min(1).max(200).refine((k) => !/[\u0000-\u001f\u007f]/.test(k), 'a key holds no control characters');
+// the shared text rule of names (C0, DEL and C1 controls, unpaired surrogates): a C1 key such as U+0085 was stored
+const configKey = z.string().min(1).max(200).superRefine((k, ctx) => {
+  const problem = textProblem(k);
+  if (problem) ctx.addIssue({ code: 'custom', message: `a key ${problem}` });
+});
 const MAX_KEYS = 1000;
 
 /** The areas of the print API whose rights `/v3/auth/userroles` reports. */

@@ -15,11 +15,11 @@ import { RunAgainError, type JobContext } from '../../../queue/jobs.js';
 import type { Database, Sql } from '../../../storage/driver/database.js';
 import { flowSteps } from '../flows/flow-store.js';
 import { runFlow } from '../flows/run-flow.js';
-import { recordDeviceError } from '../printers/printer-store.js';
+import { getPrinter, recordDeviceError } from '../printers/printer-store.js';
 import { OutcomeBatcher, type OutcomeBatching } from './outcome-batcher.js';
 import { pageInfo } from '../documents/page-info.js';
 import { claimNext, recoverInFlight, type NextStep } from './claim.js';
-import { canceledInDelivery, hasReadyWork, lockInFlight, lockPrinterDispatch, relaxCommit } from './dispatch-store.js';
+import { canceledInDelivery, hasReadyWork, inFlightJobs, lockInFlight, lockPrinterDispatch, relaxCommit } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -100,7 +100,6 @@ export class Dispatcher {
   async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
     const { db, outbox } = this.deps;
     const stopping = () => this.deps.stopping?.aborted === true;
-    const claim = (): Promise<Step> => (stopping() ? Promise.resolve(STOP) : db.transaction((tx) => claimNext(tx, outbox, printer)));
     if (stopping()) throw this.stopError(printer);
     let step: Step = await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
@@ -129,7 +128,7 @@ export class Dispatcher {
           throw new RunAgainError(step.delayMs, `printer "${printer}" waits ${step.delayMs} ms for job ${step.job.id}`);
         case 'preprocess':
           await this.preprocess(step.job, ctx.signal);
-          step = await claim();
+          step = stopping() ? STOP : await this.claimStepByStep(printer, ctx.signal, step.job, false, true);
           break;
         case 'deliver': {
           const after = await this.deliver(step.job, step.printer, ctx.signal, step.document);
@@ -275,9 +274,9 @@ export class Dispatcher {
       }
       if (next) return { next };
       if (this.deps.stopping?.aborted) return { next: STOP };
-      return { next: await this.claimStepByStep(job.printer) };
+      return { next: await this.claimStepByStep(job.printer, signal, job, retried) };
     }
-    return this.persistOutcome(job, signal, () => db.transaction(async (tx) => {
+    const recorded = await this.persistOutcome(job, signal, (attempt) => db.transaction(async (tx): Promise<{ retryInMs: number } | { next?: Step }> => {
       const outcome = await this.recordOutcome(tx, job, printer, failure);
       if (outcome !== undefined) {
         await relaxCommit(tx);
@@ -287,8 +286,28 @@ export class Dispatcher {
         await relaxCommit(tx);
         return { next: STOP };
       }
+      // a write tried again (the first may have committed unseen, with a hand-off) hands nothing off with it
+      if (attempt > 1) return {};
       return { next: await this.claimIn(tx, job.printer) };
     }));
+    if ('retryInMs' in recorded) return { retryInMs: recorded.retryInMs };
+    if (recorded.next) return { next: recorded.next };
+    return { next: await this.claimStepByStep(job.printer, signal, job, true) };
+  }
+
+  /**
+   * A job of the printer in `processing` with its hand-off mark, other than
+   * `done` (whose outcome is written): a hand-off committed unseen by a write
+   * whose answer was lost (the connection cut with the answer to COMMIT) and
+   * tried again. It is this run's (one run per printer, under the dispatch
+   * lock) and not a byte of it was sent, so it is delivered in its turn; left
+   * alone, the next run's recovery would call it "delivery uncertain" (seen
+   * under repeated PostgreSQL outages in test/areas/print/dispatch/print-faults).
+   */
+  private async handedOffUnseen(tx: Sql, printer: string, done: PrintJobRow | undefined): Promise<NextStep | undefined> {
+    const job = (await inFlightJobs(tx, printer)).find((j) => j.id !== done?.id && j.status === 'processing' && j.handoff_at !== null);
+    const row = job ? await getPrinter(tx, printer) : undefined;
+    return job && row ? { kind: 'deliver', job, printer: row } : undefined;
   }
 
   /**
@@ -325,7 +344,7 @@ export class Dispatcher {
         return { ...(await write(attempt)), retried: attempt > 1 };
       } catch (err) {
         if (err instanceof AppError || signal.aborted || Date.now() + wait > deadline) throw err;
-        if (attempt === 1) this.deps.log.warn({ err, printer: job.printer, job: job.id }, 'the outcome of a delivery cannot be written; kept and written again when the database answers');
+        if (attempt === 1) this.deps.log.warn({ err, printer: job.printer, job: job.id }, 'a dispatch write (an outcome or a hand-off) was not taken by the database; kept and tried again when it answers');
         await sleep(wait, undefined, { signal }).catch(() => undefined);
         if (signal.aborted) throw err;
         wait = Math.min(wait * 2, 5000);
@@ -333,9 +352,22 @@ export class Dispatcher {
     }
   }
 
-  /** The next step when the fused statement handed nothing off (held, redirected, empty, not yet due, a flow to run). */
-  private claimStepByStep(printer: string): Promise<NextStep> {
-    return this.deps.db.transaction((tx) => this.claimIn(tx, printer));
+  /**
+   * The next step when the fused statement handed nothing off (held,
+   * redirected, empty, not yet due, a flow to run, a write tried again). A
+   * claim the database does not answer is tried again like an outcome; a try
+   * after a write that may have committed unseen (`lookFirst`, and every
+   * claim tried again) first takes the hand-off that write made
+   * (`handedOffUnseen`). `done`: the job whose outcome is written (never
+   * taken as unseen), or the job just preprocessed (which may be the one).
+   */
+  private async claimStepByStep(printer: string, signal: AbortSignal, done: PrintJobRow, lookFirst: boolean, doneOpen = false): Promise<NextStep> {
+    const { step } = await this.persistOutcome(done, signal, (attempt) => this.deps.db.transaction(async (tx) => {
+      await lockPrinterDispatch(tx, printer);
+      const unseen = lookFirst || attempt > 1 ? await this.handedOffUnseen(tx, printer, doneOpen ? undefined : done) : undefined;
+      return { step: unseen ?? await this.claimIn(tx, printer) };
+    }));
+    return step;
   }
 
   private async claimIn(tx: Sql, printer: string): Promise<NextStep> {

@@ -2,6 +2,7 @@ import { abandonDispatch, dispatchFailing, dispatchHandlers, pendingDispatch } f
 import type { Area } from '../../area.js';
 import { deleteExpiredJobs } from './store/job-store.js';
 import { printJobRoutes } from './routes.js';
+import { pendingTaskReports, taskReportHandlers } from './task-reports.js';
 
 /**
  * Print jobs (`/v3/jobs/...`). Their dispatch (the `print.dispatch` handler,
@@ -11,8 +12,10 @@ import { printJobRoutes } from './routes.js';
 export const printJobsArea: Area = {
   name: 'print-jobs',
   v3: printJobRoutes,
-  jobs: dispatchHandlers,
-  pending: pendingDispatch,
+  // the engine's, and the reports of task jobs' states to their items (the `print` task connector)
+  jobs: (s, stopped, stopping) => ({ ...dispatchHandlers(s, stopped, stopping), ...taskReportHandlers(s) }),
+  // printers with dispatch work, and task items whose job's state report was lost
+  pending: async (s, limit) => [...await pendingDispatch(s, limit), ...await pendingTaskReports(s, limit)],
   abandon: abandonDispatch,
   failing: dispatchFailing,
   async housekeeping(s) {

@@ -35,7 +35,8 @@ export interface SubmitInput {
   /** A flow name; default: the printer's flow; null: none even if the printer has one. */
   flow?: string | null;
   checkin?: { type: 'api' | 'task' | 'hotfolder' | 'testpage'; source?: string | null };
-  task?: { sid: string; tid: string; item?: string } | null;
+  /** The task item the job prints; `run`: the task's run (the print connector's jobs, migration 021). */
+  task?: { sid: string; tid: string; item?: string; run?: number } | null;
   creator: string | null;
   owner?: string | null;
   retentionSec?: number | null;

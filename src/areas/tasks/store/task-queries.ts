@@ -4,6 +4,7 @@ import { fieldMap } from '../../../query/fields.js';
 import type { ListQuery } from '../../../query/tree.js';
 import { toSql } from '../../../query/to-sql.js';
 import { TASK_COLS, TASK_COLS_NO_CSTATS, type TaskRow } from './task-store.js';
+import type { StoredPrincipal } from '../task-principal.js';
 
 /** Task searches: pages and counts of `tasks` by scope, filter and sort (the rows are written by `task-store.ts`). */
 
@@ -101,4 +102,20 @@ export async function countTasks(sql: Sql, scope: TaskScope, q: ListQuery): Prom
     params,
   ).catch(throwSqlError);
   return Number(rows[0]?.n ?? 0);
+}
+
+/** What a connector's work for a task needs of it: its service, status, run and whom it acts for (`runAs`). */
+export interface TaskRunner {
+  tid: string;
+  sid: string;
+  status: string;
+  run: number;
+  creator: string | null;
+  owner: string | null;
+  principal: StoredPrincipal | null;
+}
+
+export async function taskRunner(sql: Sql, tid: string): Promise<TaskRunner | undefined> {
+  const { rows } = await sql.query<TaskRunner>('SELECT tid, sid, status, run, creator, owner, principal FROM tasks WHERE tid = $1', [tid]);
+  return rows[0];
 }

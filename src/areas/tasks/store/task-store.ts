@@ -28,16 +28,26 @@ export interface TaskRow {
   metadata: Record<string, unknown>;
   /** From the item rows (`CSTATS_COLUMN`); `{}` when read without. */
   cstats: Record<string, unknown>;
+  /** Kept with the task (migration 026): input items, and of those done and failed. */
+  progress: TaskProgress;
   creator: string | null;
   owner: string | null;
   created: Date;
   modified: Date;
 }
 
+/** A task's progress: the items of its input list, and of those the ones done and failed (in its latest run). */
+export interface TaskProgress {
+  total: number;
+  done: number;
+  failed: number;
+}
+
+const PROGRESS_COLUMN = `jsonb_build_object('total', progress_total, 'done', progress_done, 'failed', progress_failed) AS progress`;
 /** A task's columns as `TaskRow` has them. */
-export const TASK_COLS = `tid, sid, name, type, status, metadata, ${CSTATS_COLUMN}, creator, owner, created, modified`;
+export const TASK_COLS = `tid, sid, name, type, status, metadata, ${CSTATS_COLUMN}, ${PROGRESS_COLUMN}, creator, owner, created, modified`;
 /** `TASK_COLS` without aggregating the item rows (a large task's are many). */
-export const TASK_COLS_NO_CSTATS = `tid, sid, name, type, status, metadata, '{}'::jsonb AS cstats, creator, owner, created, modified`;
+export const TASK_COLS_NO_CSTATS = `tid, sid, name, type, status, metadata, '{}'::jsonb AS cstats, ${PROGRESS_COLUMN}, creator, owner, created, modified`;
 
 /** What a transition returns: the task's run and who may act on it. */
 export type RunOwners = { run: number; creator: string | null; owner: string | null };
@@ -96,8 +106,28 @@ export async function lockTaskCounts(tx: Sql, users: readonly string[]): Promise
     [users]);
 }
 
-/** Marks the task changed (its input list changed). */
+/**
+ * Counts the task's progress again from its rows: the input list's items, and
+ * of those the ones whose item row is done or failed (a removed item's row
+ * stays until the next start, and does not count). Run after the input list
+ * changed, in the transaction that changed it, under the task's row lock
+ * (creation, `TaskLists.changeInput`), when no item of it runs.
+ */
+export async function recountProgress(sql: Sql, tid: string): Promise<TaskProgress> {
+  const { rows } = await sql.query<{ progress: TaskProgress }>(
+    `UPDATE tasks k SET progress_total = c.total, progress_done = c.done, progress_failed = c.failed
+     FROM (SELECT COALESCE((SELECT item_count FROM lists WHERE tid = $1 AND kind = 'input'), 0) AS total,
+             count(*) FILTER (WHERE t.outcome = 'done') AS done, count(*) FILTER (WHERE t.outcome = 'failed') AS failed
+           FROM task_items t JOIN lists l ON l.tid = t.tid AND l.kind = 'input' JOIN list_items li ON li.lid = l.lid AND li.id = t.item
+           WHERE t.tid = $1) c
+     WHERE k.tid = $1 RETURNING ${PROGRESS_COLUMN}`,
+    [tid]);
+  return rows[0]?.progress ?? { total: 0, done: 0, failed: 0 };
+}
+
+/** Marks the task changed (its input list changed) and counts its progress again (`recountProgress`). */
 export async function touchTask(sql: Sql, tid: string): Promise<void> {
+  await recountProgress(sql, tid);
   await sql.query('UPDATE tasks SET modified = now() WHERE tid = $1', [tid]);
 }
 
@@ -240,11 +270,32 @@ const REPLACES: Readonly<Record<ItemReport['outcome'], string>> = {
  * must not change it (and its side effect must not happen).
  */
 export async function writeReport(sql: Sql, tid: string, run: number, r: ItemReport): Promise<boolean> {
-  const { rowCount } = await sql.query(
-    `UPDATE task_items SET outcome = $4, job_id = $5, state = $6, href = COALESCE($7, href), message = $8, updated = now()
-     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN (${REPLACES[r.outcome]})`,
-    [tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
-  return rowCount > 0;
+  const update = `UPDATE task_items SET outcome = $4, job_id = $5, state = $6, href = COALESCE($7, href), message = $8, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome IN (${REPLACES[r.outcome]})`;
+  const params = [tid, r.item, run, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null];
+  // a report that is not final touches only its item's row (a thousand items reporting never contend on the task's)
+  if (!isFinal(r.outcome)) return (await sql.query(update, params)).rowCount > 0;
+  return countedFinal(sql, update, params);
+}
+
+const isFinal = (o: ItemReport['outcome']) => (FINAL_OUTCOMES as readonly string[]).includes(o);
+
+/**
+ * A final report's `UPDATE task_items … WHERE … AND tid = $1` (RETURNING
+ * nothing) as one statement that takes the task's row lock first (the order
+ * of the final reports, pause and abort) and counts the applied outcome into
+ * the task's progress. True when the report was applied.
+ */
+async function countedFinal(sql: Sql, update: string, params: unknown[]): Promise<boolean> {
+  const { rows } = await sql.query<{ applied: boolean }>(
+    `WITH lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid = $1 FOR NO KEY UPDATE) x),
+       rep AS (${update.replace('WHERE tid = $1', 'WHERE (SELECT locked FROM lk) IS NOT NULL AND tid = $1')} RETURNING outcome),
+       counted AS (UPDATE tasks SET progress_done = progress_done + (SELECT count(*) FROM rep WHERE outcome = 'done'),
+           progress_failed = progress_failed + (SELECT count(*) FROM rep WHERE outcome = 'failed')
+         WHERE tid = $1 AND EXISTS (SELECT 1 FROM rep))
+     SELECT EXISTS (SELECT 1 FROM rep) AS applied`,
+    params);
+  return rows[0]?.applied === true;
 }
 
 /**
@@ -253,11 +304,11 @@ export async function writeReport(sql: Sql, tid: string, run: number, r: ItemRep
  * `writeReport`.
  */
 export async function writeLateReport(sql: Sql, tid: string, r: ItemReport): Promise<boolean> {
-  const { rowCount } = await sql.query(
-    `UPDATE task_items SET outcome = $3, job_id = $4, state = $5, href = COALESCE($6, href), message = $7, updated = now()
-     WHERE tid = $1 AND item = $2 AND run = (SELECT run FROM tasks WHERE tid = $1) AND outcome IN (${REPLACES[r.outcome]})`,
-    [tid, r.item, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
-  return rowCount > 0;
+  const update = `UPDATE task_items SET outcome = $3, job_id = $4, state = $5, href = COALESCE($6, href), message = $7, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = (SELECT run FROM tasks WHERE tid = $1) AND outcome IN (${REPLACES[r.outcome]})`;
+  const params = [tid, r.item, r.outcome, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null];
+  if (!isFinal(r.outcome)) return (await sql.query(update, params)).rowCount > 0;
+  return countedFinal(sql, update, params);
 }
 
 /** One final report of `writeFinalReports`: the item's task, run, report and the connector's effect as data. */
@@ -317,9 +368,29 @@ export async function markHandedOff(sql: Sql, tid: string, item: string, run: nu
 
 /** `abandon`: the open items of one job fail with the reason. */
 export async function failChunk(sql: Sql, tid: string, run: number, chunk: number, message: string): Promise<number> {
-  const { rowCount } = await sql.query(
-    `UPDATE task_items SET outcome = 'failed', state = 'failed', message = $4, updated = now()
-     WHERE tid = $1 AND run = $2 AND chunk = $3 AND outcome IN ('queued', 'running') AND NOT handed_off`,
+  // the task's row first (the lock order of final reports), then its items; the failed ones count into its progress
+  const { rows } = await sql.query<{ n: number }>(
+    `WITH lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid = $1 FOR NO KEY UPDATE) x),
+       f AS (UPDATE task_items SET outcome = 'failed', state = 'failed', message = $4, updated = now()
+         WHERE (SELECT locked FROM lk) IS NOT NULL AND tid = $1 AND run = $2 AND chunk = $3 AND outcome IN ('queued', 'running') AND NOT handed_off
+         RETURNING 1),
+       counted AS (UPDATE tasks SET progress_failed = progress_failed + (SELECT count(*) FROM f) WHERE tid = $1 AND EXISTS (SELECT 1 FROM f))
+     SELECT count(*)::int AS n FROM f`,
     [tid, run, chunk, message.slice(0, 2000)]);
-  return rowCount;
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * What became of the handed-off work of an item its task's abort closed
+ * (`aborted`, final): the state, href and message of the report are shown
+ * in `cstats`, the outcome stays `aborted` (a print job that was being
+ * delivered when the task was aborted, then printed). False when the row is
+ * not aborted under `run`.
+ */
+export async function noteAbortedItem(sql: Sql, tid: string, run: number, r: ItemReport): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    `UPDATE task_items SET job_id = $4, state = $5, href = COALESCE($6, href), message = $7, updated = now()
+     WHERE tid = $1 AND item = $2 AND run = $3 AND outcome = 'aborted'`,
+    [tid, r.item, run, r.jobId, r.state.slice(0, 200), r.href ?? null, r.message?.slice(0, 2000) ?? null]);
+  return rowCount > 0;
 }

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { watchProgress, type ProgressWatch } from '../progress-timeout.js';
 
 /** The daemon answered a command or file with a non-zero byte: it did not take it. */
 export class LprRefusal extends Error {
@@ -11,7 +12,7 @@ export class LprRefusal extends Error {
 /**
  * The client side of an LPD conversation on one socket: writes with
  * back-pressure, and reads the daemon's one-byte acknowledgements in order.
- * Every error, timeout or close of the socket fails what waits (an
+ * Every error, idle timeout (no progress) or close of the socket fails what waits (an
  * acknowledgement already received is still read first), and nothing the
  * socket emits is left without a listener.
  */
@@ -22,7 +23,10 @@ export class AckReader {
   private readonly failed: Promise<never>;
   private rejectFailed!: (e: Error) => void;
 
-  constructor(private readonly socket: Socket, timeout: () => Error) {
+  private readonly watch: ProgressWatch;
+
+  /** `idleMs`: how long nothing may progress (see `watchProgress`) before `timeout()` fails what waits. */
+  constructor(private readonly socket: Socket, idleMs: number, timeout: () => Error) {
     this.failed = new Promise<never>((_, reject) => (this.rejectFailed = reject));
     this.failed.catch(() => {});
     socket.on('data', (c: Buffer) => {
@@ -30,7 +34,7 @@ export class AckReader {
       this.deliver();
     });
     socket.on('error', (e) => this.fail(e));
-    socket.on('timeout', () => {
+    this.watch = watchProgress(socket, idleMs, () => {
       this.fail(timeout());
       socket.destroy();
     });
@@ -41,7 +45,7 @@ export class AckReader {
   /** Writes, waiting for the socket to drain when its buffer is full. */
   async write(data: Buffer | string): Promise<void> {
     if (this.failure) throw this.failure;
-    if (!this.socket.write(data)) {
+    if (!this.watch.write(data)) {
       await Promise.race([new Promise((r) => this.socket.once('drain', r)), this.failed]);
     }
   }

@@ -91,8 +91,7 @@ export class LprBackend implements PrintBackend {
       content.destroy();
       throw connectFailure(err, this.connection);
     }
-    socket.setTimeout(this.idleMs);
-    const acks = new AckReader(socket, () => new IdleTimeout(`no progress for ${this.idleMs} ms`));
+    const acks = new AckReader(socket, this.idleMs, () => new IdleTimeout(`no progress for ${this.idleMs} ms`));
     const onAbort = () => socket.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
     signal.addEventListener('abort', onAbort, { once: true });
     const host = localHost();

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../../../errors/app-error.js';
 import { ConfinementError, type PrintConfinement, type PrintTarget } from '../confinement.js';
 import { codeOf, connectFailure, IdleTimeout } from '../network-errors.js';
+import { watchProgress } from '../progress-timeout.js';
 import {
   PrintDeliveryError, type Acknowledgement, type PhysicalState, type PrintBackend, type PrintBackendContext, type PrintBackendType, type PrintTicket,
 } from '../print-backend.js';
@@ -55,16 +56,17 @@ export class SocketBackend implements PrintBackend {
     }
     // from here on, every error of the socket has a listener until it is destroyed
     let failure: unknown;
+    let onIdle = () => {};
     const failed = new Promise<never>((_, reject) => {
       socket.on('error', (err) => {
         failure ??= err;
         reject(err);
       });
-      socket.on('timeout', () => {
+      onIdle = () => {
         failure ??= new IdleTimeout(`no progress for ${this.idleTimeoutMs} ms`);
         reject(failure as Error);
         socket.destroy();
-      });
+      };
       const onAbort = () => {
         failure ??= signal.reason ?? new Error('aborted');
         reject(failure as Error);
@@ -77,7 +79,8 @@ export class SocketBackend implements PrintBackend {
       });
     });
     failed.catch(() => {});
-    socket.setTimeout(this.idleTimeoutMs);
+    // idle means no progress (a piece of the job taken, anything from the device), not socket silence
+    const watch = watchProgress(socket, this.idleTimeoutMs, () => onIdle());
     // back-channel data (status, PJL answers) is read and dropped, so the device's end is seen
     socket.resume();
     let sent = 0;
@@ -85,7 +88,7 @@ export class SocketBackend implements PrintBackend {
       for await (const chunk of content as AsyncIterable<Buffer>) {
         if (failure !== undefined) throw failure;
         sent += chunk.length;
-        if (!socket.write(chunk)) await Promise.race([new Promise((r) => socket.once('drain', r)), failed]);
+        if (!watch.write(chunk)) await Promise.race([new Promise((r) => socket.once('drain', r)), failed]);
       }
       if (failure !== undefined) throw failure;
       // half-close: the device has the whole job and says so by closing its side

@@ -28,7 +28,7 @@ export interface PrintJobRow {
   priority: number;
   pages: number | null;
   checkin: { type: string; source?: string | null };
-  task: { sid: string; tid: string; item?: string } | null;
+  task: { sid: string; tid: string; item?: string; run?: number } | null;
   flow: string | null;
   stages: JobStage[];
   keep_tempfiles: boolean;

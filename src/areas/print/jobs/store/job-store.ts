@@ -108,7 +108,7 @@ export interface NewJob {
   copies: number;
   priority: number;
   checkin: { type: string; source?: string | null };
-  task: { sid: string; tid: string; item?: string } | null;
+  task: { sid: string; tid: string; item?: string; run?: number } | null;
   flow: string | null;
   retentionSec: number | null;
 }
@@ -339,4 +339,17 @@ export async function deleteJob(sql: Sql, id: number): Promise<void> {
 export async function deleteExpiredJobs(sql: Sql, defaults: RetentionDefaults, limit = 1000): Promise<number> {
   const { rowCount } = await sql.query(DELETE_EXPIRED, [defaults.processed, defaults.canceled, defaults.error, defaults.paused, limit]);
   return rowCount;
+}
+
+/**
+ * A job of an earlier run of its task taken over by the task's new run (its
+ * `task.run` set to `run`): the job's reports go to the item under that run.
+ * An update of `task`, so migration 021's trigger asks for a report of the
+ * job's state in this statement. Undefined when the job is gone.
+ */
+export async function adoptTaskJob(sql: Sql, id: string, run: number): Promise<PrintJobRow | undefined> {
+  const { rows } = await sql.query<PrintJobRow>(
+    `UPDATE print_jobs SET task = jsonb_set(task, '{run}', to_jsonb($2::int)), updated = now() WHERE id = $1 AND task ? 'run' RETURNING ${JOB_COLUMNS}`,
+    [id, run]);
+  return rows[0];
 }

@@ -24,14 +24,22 @@
 --   - every input item that is not done is queued again under the new run, in chunks of $2 by list
 --     position; rows of items no longer in the input list go; done items keep their row and are not
 --     redone, also when their final report committed while this statement ran;
---   - `chunks` holds each moved task's chunk numbers, one job each.
+--   - `chunks` holds each moved task's chunk numbers, one job each;
+--   - the moved task's progress is counted again: total = its input items, done = those done,
+--     failed = 0 (every failed item is queued again). No final report of it commits meanwhile:
+--     every statement writing one takes the task's row lock first.
 r AS (SELECT * FROM jsonb_to_recordset($1::jsonb)
        AS r(n int, tid uuid, sid text, "from" text[], "to" text, owned text[], payload jsonb, prefix text)),
      -- the tasks' rows by their ids (= ANY of an array: the planner expects a few rows and takes the primary
      -- key; joined to r, whose row count it cannot know, it took a sequential scan of the table instead)
      lk AS (SELECT count(*) AS locked FROM (SELECT tid FROM tasks WHERE tid = ANY(ARRAY(SELECT tid FROM r)) ORDER BY tid FOR NO KEY UPDATE) x),
      moved AS (
-       UPDATE tasks k SET status = r."to", run = k.run + 1, modified = now()
+       -- progress: the input items, those done (kept), none failed (queued again)
+       UPDATE tasks k SET status = r."to", run = k.run + 1, modified = now(),
+         progress_total = COALESCE((SELECT l.item_count FROM lists l WHERE l.tid = k.tid AND l.kind = 'input'), 0),
+         progress_done = (SELECT count(*) FROM lists l JOIN list_items li ON li.lid = l.lid JOIN task_items t ON t.tid = l.tid AND t.item = li.id
+           WHERE l.tid = k.tid AND l.kind = 'input' AND t.outcome = 'done'),
+         progress_failed = 0
        FROM r
        WHERE (SELECT locked FROM lk) IS NOT NULL AND k.tid = ANY(ARRAY(SELECT tid FROM r)) AND k.tid = r.tid AND k.sid = r.sid AND k.status = ANY(r."from")
          AND (r.owned IS NULL OR k.creator = ANY(r.owned) OR k.owner = ANY(r.owned))

@@ -30,7 +30,8 @@
 --   - the effect is applied only when the report is (effects of one key add up; of several puts of
 --     one key the last wins);
 --   - when no other item of the task is open, the task moves from processing (under that run) to
---     completed or failed; `settled` is its new status, null when it did not move.
+--     completed or failed; `settled` is its new status, null when it did not move;
+--   - an applied done or failed report counts into its task's progress (`progress_done`, `progress_failed`).
 -- The open outcomes ('queued', 'running', 'paused') and the final ones ('done', 'failed', 'aborted')
 -- are those of the state table (actions/task-states.ts; a test holds the two together).
 WITH i AS (SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
@@ -44,12 +45,23 @@ WITH i AS (SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $
        WHERE (SELECT locked FROM lk) IS NOT NULL AND t.tid = i.tid AND t.item = i.item AND t.run = i.run AND t.outcome IN ('queued', 'running', 'paused') AND i.outcome IN ('done', 'failed', 'aborted')
        RETURNING i.n),
      {{effects}},
+     -- one UPDATE per task row (a statement cannot change a row twice): the progress count of every
+     -- applied report, and the status when the task settles (on the row's latest version)
+     fin AS (
+       SELECT i.tid, i.item, i.run, i.outcome,
+         NOT EXISTS (SELECT 1 FROM task_items WHERE tid = i.tid AND item <> i.item AND outcome IN ('queued', 'running', 'paused')) AS alone,
+         i.outcome <> 'done' OR EXISTS (SELECT 1 FROM task_items WHERE tid = i.tid AND item <> i.item AND outcome <> 'done') AS failing
+       FROM i JOIN rep ON rep.n = i.n),
      settled AS (
-       UPDATE tasks x SET status = CASE WHEN r.outcome <> 'done' OR EXISTS (SELECT 1 FROM task_items WHERE tid = r.tid AND item <> r.item AND outcome <> 'done')
-           THEN $9 ELSE $10 END, modified = now()
-       FROM (SELECT i.tid, i.item, i.run, i.outcome FROM i JOIN rep ON rep.n = i.n) r
-       WHERE x.tid = r.tid AND x.status = 'processing' AND x.run = r.run
-         AND NOT EXISTS (SELECT 1 FROM task_items WHERE tid = r.tid AND item <> r.item AND outcome IN ('queued', 'running', 'paused'))
-       RETURNING x.tid, x.status)
+       UPDATE tasks x SET
+         progress_done = x.progress_done + (fin.outcome = 'done')::int,
+         progress_failed = x.progress_failed + (fin.outcome = 'failed')::int,
+         status = CASE WHEN x.status = 'processing' AND x.run = fin.run AND fin.alone THEN CASE WHEN fin.failing THEN $9 ELSE $10 END ELSE x.status END,
+         modified = CASE WHEN x.status = 'processing' AND x.run = fin.run AND fin.alone THEN now() ELSE x.modified END
+       FROM fin
+       WHERE x.tid = fin.tid
+       -- settled: the status it moved to; a task that did not move is in neither (an open item of its
+       -- run means processing or paused, so completed or failed here is a move of this statement)
+       RETURNING x.tid, CASE WHEN fin.alone AND x.run = fin.run AND x.status IN ($9, $10) THEN x.status END AS status)
      SELECT EXISTS (SELECT 1 FROM rep WHERE rep.n = i.n) AS applied, (SELECT status FROM settled WHERE settled.tid = i.tid) AS settled
      FROM i ORDER BY i.n

@@ -1,0 +1,119 @@
+import pg from 'pg';
+import { expect } from 'vitest';
+import { TestClient } from '../../../helpers/client.js';
+import { TEST_DATABASE_URL } from '../../../helpers/env.js';
+import { processEnv, startProcess, waitLog, waitReady, type ProcessEnv, type TestProcess } from '../../../helpers/process.js';
+import { eventually } from '../../../helpers/runtime.js';
+
+/**
+ * What the dispatch crash tests with real processes share: an `api`
+ * process, `worker` processes started (and SIGKILLed) by the test, a
+ * database client on their schema, and jobs whose data starts with a tag of
+ * their own (`crash-job-<n>`), so what a printer received names the job.
+ */
+export interface CrashFleet {
+  pe: ProcessEnv;
+  api: TestClient;
+  db: pg.Client;
+  startWorker(): Promise<TestProcess>;
+  close(): Promise<void>;
+}
+
+export async function startCrashFleet(): Promise<CrashFleet> {
+  const pe = await processEnv({
+    // short BullMQ locks: a killed worker's printer runs are taken over within seconds
+    queues: { lockDurationMs: 2000, reconcileIntervalMs: 1000, concurrency: { default: 2, print: 32 } },
+    printDispatch: { retryBaseMs: 200, retryMaxMs: 1000, connectTimeoutMs: 5000, idleTimeoutMs: 10_000 },
+  });
+  const server = await startProcess('api', pe.env);
+  await waitReady(server.url!);
+  const api = new TestClient(server.url!, await pe.token(server.url!));
+  const db = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path="${pe.schema}"` });
+  await db.connect();
+  return {
+    pe, api, db,
+    async startWorker() {
+      const w = await startProcess('worker', pe.env);
+      await waitLog(w, /workers running/);
+      return w;
+    },
+    async close() {
+      await db.end().catch(() => {});
+      await pe.cleanup();
+    },
+  };
+}
+
+/** Job n's data: its tag, then filler of a size that varies with n (plus `extra` bytes). */
+export const payload = (n: number, extra = 0) => Buffer.concat([Buffer.from(`crash-job-${n}\n`), Buffer.alloc(200 + (n % 7) * 100 + extra, 0x41)]);
+export const tagOf = (bytes: Buffer) => /^crash-job-(\d+)\n/.exec(bytes.subarray(0, 32).toString('latin1'))?.[1];
+
+/** Submits jobs 0..count-1 over HTTP (8 clients) to `printerOf(n)`; answers the job id by tag. */
+export async function submitAll(api: TestClient, count: number, printerOf: (n: number) => string, body: (n: number) => Buffer = (n) => payload(n)): Promise<Map<string, string>> {
+  const idOf = new Map<string, string>();
+  let next = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (next < count) {
+      const n = next++;
+      const res = await api.request('POST', `/v3/jobs/?printer=${encodeURIComponent(printerOf(n))}&name=job-${n}`, { body: body(n), headers: { 'content-type': 'text/plain' } });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      idOf.set(String(n), String(res.body.id));
+    }
+  }));
+  return idOf;
+}
+
+export type JobRow = { id: string; printer: string; status: string; message: string | null; handoff_at: Date | null };
+export const allJobs = async (db: pg.Client) =>
+  (await db.query<JobRow>('SELECT id::text, printer, status, message, handoff_at FROM print_jobs ORDER BY id')).rows;
+/** The jobs a dead worker left handed off (in `processing` with the mark): the next run of their printer finds them uncertain. */
+export const handedOff = async (db: pg.Client) => (await allJobs(db)).filter((j) => j.status === 'processing' && j.handoff_at !== null);
+
+/** Waits until all `count` jobs are `processed` or `error`. */
+export const allFinal = (db: pg.Client, count: number, timeoutMs = 240_000) => eventually(async () => {
+  const rows = await allJobs(db);
+  return rows.length === count && rows.every((r) => r.status === 'processed' || r.status === 'error') ? rows : undefined;
+}, timeoutMs, 250);
+
+/** Copies received per tag, and how many of them were whole (equal to `expected(tag)`). */
+export function countReceipts(documents: Iterable<Buffer>, expected: (n: number) => Buffer = (n) => payload(n)): Map<string, { copies: number; whole: number }> {
+  const out = new Map<string, { copies: number; whole: number }>();
+  for (const bytes of documents) {
+    const tag = tagOf(bytes);
+    if (tag === undefined) continue;
+    const r = out.get(tag) ?? { copies: 0, whole: 0 };
+    r.copies++;
+    if (bytes.equals(expected(Number(tag)))) r.whole++;
+    out.set(tag, r);
+  }
+  return out;
+}
+
+/**
+ * The at-most-once verdict after every job is final: no tag received twice
+ * and none unknown; exactly the jobs left handed off at the kills ended in
+ * `error` "delivery uncertain" (with the recovery's log line); every
+ * `processed` job received once and whole.
+ */
+export async function expectAtMostOnce(fleet: CrashFleet, final: JobRow[], got: Map<string, { copies: number; whole: number }>, idOf: Map<string, string>, inFlightAtKill: string[][]): Promise<void> {
+  const tagOfId = new Map([...idOf].map(([tag, id]) => [id, tag]));
+  expect([...got].filter(([, r]) => r.copies > 1)).toEqual([]);
+  expect([...got.keys()].filter((t) => !idOf.has(t))).toEqual([]);
+  const errors = final.filter((r) => r.status === 'error');
+  const processed = final.filter((r) => r.status === 'processed');
+  expect(errors.map((r) => r.id).sort()).toEqual([...new Set(inFlightAtKill.flat())].sort());
+  expect(errors.filter((r) => r.message !== 'delivery uncertain')).toEqual([]);
+  expect(processed.filter((r) => got.get(tagOfId.get(r.id)!)?.whole !== 1).map((r) => r.id)).toEqual([]);
+  expect(processed.length + errors.length).toBe(idOf.size);
+  for (const r of errors.slice(0, 10)) {
+    const log = (await fleet.api.get(`/v3/jobs/${r.id}/logs`)).body.map((l: { text: string }) => l.text).join('\n');
+    expect(log).toMatch(/delivery uncertain: handed to the device at .* without an acknowledgement/);
+  }
+}
+
+/** An operator repeats job `id`: it ends `processed` again. */
+export async function repeatJob(api: TestClient, id: string): Promise<void> {
+  const repeated = await api.put(`/v3/jobs/${id}/repeat`);
+  expect(repeated.status, JSON.stringify(repeated.body)).toBe(200);
+  await eventually(async () => ((await api.get(`/v3/jobs/${id}`)).body.status === 'processed' ? true : undefined), 60_000, 100);
+}

@@ -1,0 +1,216 @@
+import { PDFDocument } from 'pdf-lib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestClient } from '../../helpers/client.js';
+import { IppEvePrinter } from '../../helpers/ippeveprinter.js';
+import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { TcpSink } from '../../helpers/tcp-sink.js';
+import { AREAS } from '../../../src/areas/index.js';
+import { reconcile } from '../../../src/worker/reconciler.js';
+import { act, entryOf, getTask, itemWhen, jobsOf, printTask, storeDocument, taskWhen, watchStates } from './helpers.js';
+
+/**
+ * The `print` task connector end to end (issue 22, item 4) on a real
+ * runtime (PostgreSQL, Redis, workers) with real printers: raw-socket sinks
+ * that hold each job until the test acknowledges it (so every state is
+ * reached in a known order, not by timing) and a real IPP printer
+ * (ippeveprinter) that refuses a format.
+ */
+let rt: TestRuntime;
+let admin: TestClient;
+const sinks: TcpSink[] = [];
+const ipps: IppEvePrinter[] = [];
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  admin = rt.client.withToken(await rt.token('admin', ['admin']));
+});
+afterAll(async () => {
+  for (const s of sinks) await s.close();
+  for (const p of ipps) await p.close();
+  await rt?.close();
+});
+
+/** A raw-socket printer that holds every job until `release` (a device that has not yet acknowledged). */
+async function heldPrinter(name: string): Promise<TcpSink> {
+  const sink = await TcpSink.start({ mode: 'hold' });
+  sinks.push(sink);
+  const res = await admin.post('/v3/printers/', { name, connection: sink.connection });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return sink;
+}
+
+/** Acknowledges the one job the sink holds (waits until it has it whole, then until the connection is closed). */
+async function ackOne(sink: TcpSink): Promise<void> {
+  const before = sink.jobs().length;
+  await eventually(async () => (sink.held().length === 1 ? true : undefined));
+  sink.release();
+  await eventually(async () => (sink.jobs().length > before ? true : undefined));
+}
+
+/** A one-page PDF saying `n` (real PDFs: the store makes previews of them). */
+const pdfs = new Map<string, Buffer>();
+async function makePdf(n: string): Promise<Buffer> {
+  const doc = await PDFDocument.create();
+  doc.addPage([200, 100]).drawText(n, { x: 20, y: 40 });
+  const bytes = Buffer.from(await doc.save({ useObjectStreams: false }));
+  pdfs.set(n, bytes);
+  return bytes;
+}
+const pdf = (n: string): string => String(pdfs.get(n));
+const stored = async (n: string) => storeDocument(admin, `${n}.pdf`, await makePdf(n));
+
+/** The order a job's states come in when nothing goes wrong; a state seen must never come before one seen earlier. */
+const ORDER = ['submitting', 'waitprocessing', 'processing', 'processed'];
+
+// each test waits for several jobs to move through the real dispatch engine on a machine shared with other suites
+describe('print task connector', { timeout: 90_000 }, () => {
+  it('3 documents on 2 printers: cstats shows each job moving through its states in order, the task completes', async () => {
+    const a = await heldPrinter('print-task A');
+    const b = await heldPrinter('print-task B');
+    const docs = [await stored('one'), await stored('two'), await stored('three')];
+    const { tid, items } = await printTask(admin, 'three documents', [
+      { href: docs[0]!, metadata: { printer: 'print-task A', copies: 2 } },
+      { href: docs[1]!, metadata: { printer: 'print-task B' } },
+      { href: docs[2]!, metadata: { printer: 'print-task A', priority: 60 } },
+    ]);
+    const watch = watchStates(admin, tid);
+    await act(admin, tid, 'start');
+    // A prints one while the other waits behind it; B prints its one
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    await itemWhen(admin, tid, items[1]!, (e) => e.state === 'processing');
+    await itemWhen(admin, tid, items[2]!, (e) => e.state === 'waitprocessing');
+    expect((await getTask(admin, tid)).status).toBe('processing');
+    await ackOne(a);
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processed');
+    await itemWhen(admin, tid, items[2]!, (e) => e.state === 'processing');
+    await ackOne(b);
+    await itemWhen(admin, tid, items[1]!, (e) => e.state === 'processed');
+    expect((await getTask(admin, tid)).status).toBe('processing');
+    await ackOne(a);
+    const done = await taskWhen(admin, tid, 'completed');
+    const seen = await watch.stop();
+
+    // each item: one cstats entry naming its job, states only forward, ending processed
+    for (const item of items) {
+      const e = entryOf(done.cstats, item)!;
+      expect(e).toMatchObject({ state: 'processed', href: expect.stringMatching(/^\/v3\/jobs\/\d+$/), message: expect.stringMatching(/^printed on "print-task [AB]"$/) });
+      const states = seen.get(item)!;
+      expect(states.at(-1)).toBe('processed');
+      const at = states.map((st) => ORDER.indexOf(st));
+      expect(at.every((i) => i >= 0), states.join(' -> ')).toBe(true);
+      expect(at, states.join(' -> ')).toEqual([...at].sort((x, y) => x - y));
+    }
+    expect(Object.keys(done.cstats)).toHaveLength(3);
+    // the jobs: one per item, from the task, with the documents' names and the settings from the metadata
+    const jobs = await jobsOf(admin, tid);
+    expect(jobs).toHaveLength(3);
+    const byItem = new Map(jobs.map((j) => [j.task.item, j]));
+    expect(byItem.get(items[0]!)).toMatchObject({ status: 'processed', printer: 'print-task A', fileName: 'one.pdf', copies: 2, checkin: { type: 'task', source: `/v1/services/print/tasks/${tid}` }, task: { sid: 'print', tid, item: items[0], run: 1 } });
+    expect(byItem.get(items[1]!)).toMatchObject({ status: 'processed', printer: 'print-task B', fileName: 'two.pdf' });
+    expect(byItem.get(items[2]!)).toMatchObject({ status: 'processed', printer: 'print-task A', fileName: 'three.pdf', priority: 60 });
+    for (const item of items) expect(entryOf(done.cstats, item)!.href).toBe(`/v3/jobs/${byItem.get(item)!.id}`);
+    // the devices got the documents, each once
+    expect(a.received().map(String)).toEqual([pdf('one'), pdf('three')]);
+    expect(b.received().map(String)).toEqual([pdf('two')]);
+  });
+
+  it('abort in the middle: the jobs not yet printed are canceled, the one being delivered finishes and its item says so', async () => {
+    const p = await heldPrinter('print-task abort');
+    const docs = await Promise.all(['a', 'b', 'c', 'd'].map(stored));
+    const { tid, items } = await printTask(admin, 'four documents', docs.map((href) => ({ href, metadata: { printer: 'print-task abort' } })));
+    await act(admin, tid, 'start');
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing');
+    await act(admin, tid, 'abort');
+    for (const item of items.slice(1)) {
+      await itemWhen(admin, tid, item, (e) => e.state === 'canceled' && e.message === 'canceled: the task was aborted');
+    }
+    const delivering = await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing' && /cannot be canceled/.test(e.message ?? ''));
+    expect(delivering.message).toBe('being delivered on "print-task abort" when the task was aborted: it cannot be canceled');
+    expect((await getTask(admin, tid)).status).toBe('aborted');
+    await ackOne(p);
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processed' && /could not be canceled/.test(e.message ?? ''));
+    const jobs = await jobsOf(admin, tid);
+    expect(jobs.map((j) => [j.task.item, j.status]).sort()).toEqual(items.map((i, k) => [i, k === 0 ? 'processed' : 'canceled']).sort());
+    expect((await getTask(admin, tid)).status).toBe('aborted');
+    // nothing else reached the printer
+    await new Promise((r) => setTimeout(r, 300));
+    expect(p.received().map(String)).toEqual([pdf('a')]);
+  });
+
+  it('a document a printer refuses fails the task, the item naming the job and the reason; the other item prints', async () => {
+    const ipp = await IppEvePrinter.start({ formats: ['application/pdf'] });
+    ipps.push(ipp);
+    expect((await admin.post('/v3/printers/', { name: 'print-task ipp', connection: ipp.connection })).status).toBe(200);
+    const photo = await storeDocument(admin, 'photo.jpg', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46, 0, 1]), 'image/jpeg');
+    const letter = await stored('letter');
+    const { tid, items } = await printTask(admin, 'one refused', [
+      { href: letter, metadata: { printer: 'print-task ipp' } },
+      { href: photo, metadata: { printer: 'print-task ipp' } },
+    ]);
+    await act(admin, tid, 'start');
+    const failed = await taskWhen(admin, tid, 'failed', 60_000);
+    const jobs = await jobsOf(admin, tid);
+    const photoJob = jobs.find((j) => j.task.item === items[1])!;
+    expect(photoJob).toMatchObject({ status: 'error', fileName: 'photo.jpg' });
+    expect(entryOf(failed.cstats, items[1]!)).toMatchObject({
+      state: 'error', href: `/v3/jobs/${photoJob.id}`,
+      message: expect.stringMatching(new RegExp(`^print job ${photoJob.id} failed on "print-task ipp": .*format`)),
+    });
+    expect(entryOf(failed.cstats, items[0]!)).toMatchObject({ state: 'processed' });
+    expect((await ipp.documents()).map((d) => String(d.bytes))).toEqual([pdf('letter')]);
+  });
+
+  it('pause holds the waiting jobs (the one being delivered finishes), resume prints the rest; one job per item', async () => {
+    const p = await heldPrinter('print-task pause');
+    const docs = await Promise.all(['p1', 'p2', 'p3'].map(stored));
+    const { tid, items } = await printTask(admin, 'paused', docs.map((href) => ({ href, metadata: { printer: 'print-task pause' } })));
+    await act(admin, tid, 'start');
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing');
+    await act(admin, tid, 'pause');
+    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'paused');
+    await itemWhen(admin, tid, items[0]!, (e) => /cannot be held/.test(e.message ?? ''));
+    await ackOne(p);
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processed');
+    expect((await jobsOf(admin, tid)).filter((j) => j.status === 'paused')).toHaveLength(2);
+    expect((await getTask(admin, tid)).status).toBe('paused');
+    await act(admin, tid, 'resume');
+    await ackOne(p);
+    await ackOne(p);
+    const done = await taskWhen(admin, tid, 'completed');
+    for (const item of items) expect(entryOf(done.cstats, item)).toMatchObject({ state: 'processed' });
+    const jobs = await jobsOf(admin, tid);
+    expect(jobs.map((j) => j.task.item).sort()).toEqual([...items].sort());
+    expect(jobs.every((j) => j.status === 'processed')).toBe(true);
+    expect(p.received().map(String)).toEqual([pdf('p1'), pdf('p2'), pdf('p3')]);
+  });
+
+  it('a state report lost with Redis: the reconciler reports the job\'s state to its item again', async () => {
+    const p = await heldPrinter('print-task lost report');
+    const { tid, items } = await printTask(admin, 'lost report', [{ href: await stored('lost'), metadata: { printer: 'print-task lost report' } }]);
+    await act(admin, tid, 'start');
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    // the item as it was before the report of `processing` (that job gone with Redis, say)
+    await rt.services.db.query("UPDATE task_items SET state = 'waitprocessing' WHERE tid = $1", [tid]);
+    expect(entryOf((await getTask(admin, tid)).cstats, items[0]!)!.state).toBe('waitprocessing');
+    const counts = await reconcile(rt.services, AREAS);
+    expect(counts['print-jobs']?.enqueued).toBeGreaterThanOrEqual(1);
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    await ackOne(p);
+    await taskWhen(admin, tid, 'completed');
+  });
+
+  it('an item without a usable printer fails naming the metadata key; an unknown printer fails naming it', async () => {
+    const doc = await stored('x');
+    const { tid, items } = await printTask(admin, 'bad settings', [
+      { href: doc, metadata: { printer: 'no such printer' } },
+      { href: doc, metadata: { printer: 'print-task A', copies: 0 } },
+    ]);
+    await act(admin, tid, 'start');
+    const failed = await taskWhen(admin, tid, 'failed');
+    expect(entryOf(failed.cstats, items[0]!)).toMatchObject({ state: 'failed', message: 'no printer named "no such printer"' });
+    expect(entryOf(failed.cstats, items[1]!)).toMatchObject({ state: 'failed', message: 'metadata "copies" must be a whole number from 1 to 9999' });
+    expect(await jobsOf(admin, tid)).toEqual([]);
+  });
+});
