@@ -173,8 +173,9 @@ describe('after a restart with tighter rules (an allow and deny list, other root
     await killProcess(proc);
     const before = sink.connections.length;
     const other = path.join(dataDir, 'printers');
+    // 'printed' (under DATA_DIR): the default configuration's demo print service keeps its printer there
     proc = await start(await writeConfig(path.join(dataDir, 'second.yaml'), {
-      print: { confinement: { directoryRoots: [other], allow: ['127.0.0.0/8', { cidr: '::1/128', ports: [9100] }], deny: [{ cidr: '127.0.0.1/32', ports: [sink.port] }] } },
+      print: { confinement: { directoryRoots: [other, 'printed'], allow: ['127.0.0.0/8', { cidr: '::1/128', ports: [9100] }], deny: [{ cidr: '127.0.0.1/32', ports: [sink.port] }] } },
     }));
     for (const name of ['kept-dir', 'kept-sock']) {
       const checked = await call('PUT', `${pp(name)}/checkPhysical`);
