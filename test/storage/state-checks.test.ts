@@ -9,6 +9,7 @@ import type { PrintLogLevel } from '../../src/areas/print/jobs/store/job-reads.j
 import type { EntryRow } from '../../src/areas/repository/entry.js';
 import type { FlowRow } from '../../src/areas/print/flows/flow-store.js';
 import type { ListKind } from '../../src/areas/lists/store/list-store.js';
+import { MESSAGE_TYPES } from '../../src/areas/messages/store/message-store.js';
 import { bothDrivers } from '../helpers/databases.js';
 
 /**
@@ -37,6 +38,7 @@ const LIVE: Record<string, readonly string[]> = {
   'lists.kind': allOf<ListKind>()(['user', 'input', 'output']),
   'print_flows.type': allOf<FlowRow['type']>()(['standard', 'custom']),
   'print_logs.level': allOf<PrintLogLevel>()(['debug', 'info', 'warning', 'error']),
+  'messages.type': MESSAGE_TYPES,
   'intake_files.state': allOf<IntakeClaim['state']>()(['claimed', 'stored', 'done', 'failed']),
 };
 

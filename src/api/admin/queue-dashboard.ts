@@ -30,11 +30,14 @@ export function queueDashboard(s: Services): Middleware | undefined {
   const cfg = s.config.admin.queueDashboard;
   if (!cfg.enabled) return undefined;
   const server = new KoaAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
-  createBullBoard({
-    queues: s.queue.boardAdapters({ readOnly: cfg.readOnly }),
+  const { setQueues } = createBullBoard({
+    queues: [],
     serverAdapter: server,
     options: { uiConfig: { boardTitle: 'wcr queues' } },
   });
+  // the queues only once the Redis prefix is known to be this deployment's: a
+  // BullMQ queue writes its meta key as soon as it is made (queue.bound())
+  s.queue.bound().then(() => setQueues(s.queue.boardAdapters({ readOnly: cfg.readOnly })), () => undefined);
   const board = server.registerPlugin();
 
   const admin = async (ctx: Context, token: string | undefined): Promise<Principal> => {
