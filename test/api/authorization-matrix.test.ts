@@ -47,8 +47,23 @@ const granted = (role: string, area: Area, action: Action): boolean => {
 
 const send = (c: TestClient, method: string, row: Row, f: Fixtures): Promise<ApiResponse> => {
   const r = row.req(f);
-  return c.request(method, r.path, { json: r.json, body: r.body, headers: r.headers });
+  return row.stream ? head(c, method, r.path) : c.request(method, r.path, { json: r.json, body: r.body, headers: r.headers });
 };
+
+/** An endless answer: its status, headers and what came with them; an error answer (not a stream) is read whole. */
+async function head(c: TestClient, method: string, path: string): Promise<ApiResponse> {
+  const ac = new AbortController();
+  const res = await fetch(`${c.baseUrl}${path}`, { method, headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, signal: ac.signal });
+  const contentType = res.headers.get('content-type') ?? '';
+  if (!contentType.startsWith('text/event-stream')) {
+    const raw = Buffer.from(await res.arrayBuffer());
+    return { status: res.status, headers: res.headers, contentType, body: contentType.includes('json') && raw.length ? JSON.parse(raw.toString('utf8')) : raw, raw };
+  }
+  const first = await res.body!.getReader().read();
+  ac.abort();
+  const raw = Buffer.from(first.value ?? new Uint8Array());
+  return { status: res.status, headers: res.headers, contentType, body: raw.toString('utf8'), raw };
+}
 
 /** Objects for one pass, owned by `ann` (shared ones made by an admin); names carry the pass's marker. */
 async function fixtures(owner: TestClient, admin: TestClient): Promise<Fixtures> {

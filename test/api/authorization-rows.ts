@@ -47,6 +47,8 @@ export interface Row {
   owned?: boolean;
   /** Refused for everybody whatever the role (the read-only default panels): this status. */
   always?: number;
+  /** An endless answer (the event stream): its head and first bytes are read, then the request is aborted. */
+  stream?: boolean;
 }
 
 const doc = (f: Fixtures) => `/v1/services/store/repo/${f.doc}`;
@@ -119,6 +121,8 @@ export const ROWS: ReadonlyMap<string, Row> = new Map<string, Row>([
   ['DELETE /v1/messages/:uuid', { needs: R('messages', 'delete'), owned: true, req: (f) => ({ path: `/v1/messages/${f.message}` }) }],
   ['GET /v1/services/:sid/function', { needs: [], req: () => ({ path: '/v1/services/work/function' }) }],
   ['POST /v1/services/:sid/function/:fid', { needs: [], req: () => ({ path: '/v1/services/work/function/echo', json: { text: 'hi' } }) }],
+  // --- the event stream (any known role; each event goes only to who may see its object: test/events/)
+  ['GET /v1/events', { needs: [], stream: true, req: () => ({ path: '/v1/events' }) }],
   // --- panels, configuration tree, sessions
   ['GET /v1/ui', { needs: R('panels', 'read'), req: () => ({ path: '/v1/ui' }) }],
   ['GET /v1/ui/:pid', { needs: R('panels', 'read'), req: () => ({ path: '/v1/ui/tasks' }) }],
