@@ -22,6 +22,15 @@ const toEvent = (r: Row): StreamEvent => ({
  * publisher at a time gives seqs, so they are dense and in publish order.
  * False when another process holds it (its round takes our rows too).
  */
+/**
+ * Raises an event in the caller's transaction (`raise_event`, migration 024):
+ * it commits or rolls back with the change it reports. With `recipient`,
+ * only that identity receives it (`panel.create`).
+ */
+export async function raiseEvent(tx: Tx, e: { type: string; area: string; object: string; payload: unknown; recipient?: string }): Promise<void> {
+  await tx.query('SELECT raise_event($1, $2, $3, $4::jsonb, $5)', [e.type, e.area, e.object, JSON.stringify(e.payload), e.recipient ?? null]);
+}
+
 export async function takePublisherTurn(tx: Tx): Promise<boolean> {
   const { rows } = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':events-publisher')) AS ok`);
   return rows[0]!.ok;

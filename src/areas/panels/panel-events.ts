@@ -1,4 +1,5 @@
 import type { Tx } from '../../storage/driver/database.js';
+import { raiseEvent } from '../../events/event-store.js';
 
 /** A `panel.create` event: the UI of `user` should show `panel` (DESIGN.md section 6, Panels). */
 export interface PanelCreateEvent {
@@ -30,7 +31,5 @@ export const NO_PANEL_EVENTS: PanelEvents = { panelCreated: async () => {} };
  * panel.
  */
 export const STREAM_PANEL_EVENTS: PanelEvents = {
-  async panelCreated(tx, e) {
-    await tx.query(`SELECT raise_event('panel.create', 'panels', $1, $2::jsonb, $3)`, [String(e.panel.pid), JSON.stringify(e.panel), e.user]);
-  },
+  panelCreated: (tx, e) => raiseEvent(tx, { type: 'panel.create', area: 'panels', object: String(e.panel.pid), payload: e.panel, recipient: e.user }),
 };
