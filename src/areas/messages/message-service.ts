@@ -8,7 +8,7 @@ import type { ListQuery } from '../../query/tree.js';
 import type { Database } from '../../storage/driver/database.js';
 import type { MessagePort, PostedMessage } from '../../connectors/ports.js';
 import * as store from './store/message-store.js';
-import type { MessageChange, MessageRow, MessageType } from './store/message-store.js';
+import type { MessageChange, MessageRow, NewMessage } from './store/message-store.js';
 
 export interface MessageServiceOptions {
   db: Database;
@@ -17,19 +17,13 @@ export interface MessageServiceOptions {
   config: AppConfig['messages'];
 }
 
-/** A create as the route validated it. */
-export interface MessageInput {
+/** A create as the route validated it: the store's new message, its uuid optional, the recipient as `user`. */
+export type MessageInput = Omit<NewMessage, 'uuid' | 'recipient' | 'creator' | 'metadata'> & {
   uuid?: string;
-  date?: string;
-  type: MessageType;
-  text: string;
-  source?: string | null;
-  href?: string | null;
-  expires?: string | null;
   metadata: Record<string, unknown>;
   /** The recipient; absent: the caller. Another user needs `impersonate` on messages. */
   user?: string;
-}
+};
 
 /** A patch as the route validated it: `uuid` and `date` may be sent back unchanged, never changed (409). */
 export interface MessagePatch extends MessageChange {

@@ -107,6 +107,8 @@ async function check(env: ProcessEnv, expected: Map<string, string>): Promise<vo
 
 describe('hot folder: exactly once under kill -9', () => {
   it('crash: 1,000 files written slowly in parts while the worker is killed three times: each stored once, complete, one task each, all in done/', async () => {
+    // the writer is awaited before the folder is removed, also when the test fails
+    let writing: Promise<Map<string, string>> | undefined;
     const env = await processEnv(config(3000));
     try {
       const api = await startProcess('api', env.env);
@@ -114,7 +116,7 @@ describe('hot folder: exactly once under kill -9', () => {
       let worker: TestProcess = await startProcess('worker', env.env);
       await waitLog(worker, /intake started/);
       const dir = path.join(env.dataDir, 'in');
-      const writing = writeSlowly(dir, 1000, 6, 'c');
+      writing = writeSlowly(dir, 1000, 6, 'c');
       // claims a kill left unfinished: proof that the kills hit files in the middle of being taken
       let leftUnfinished = 0;
       for (let k = 0; k < 3; k++) {
@@ -129,11 +131,14 @@ describe('hot folder: exactly once under kill -9', () => {
       await check(env, expected);
       expect((await readdir(path.join(dir, 'error')))).toEqual([]);
     } finally {
+      await writing?.catch(() => undefined);
       await env.cleanup();
     }
   }, 420_000);
 
   it('takeover: two workers; the lease holder is killed in the middle of 500 files: the other takes over and every file is taken once', async () => {
+    // the writer is awaited before the folder is removed, also when the test fails
+    let writing: Promise<Map<string, string>> | undefined;
     const env = await processEnv(config(2000));
     try {
       const api = await startProcess('api', env.env);
@@ -155,7 +160,7 @@ describe('hot folder: exactly once under kill -9', () => {
       const other = workers.find((w) => w !== holder)!;
       expect(holder).toBeDefined();
       const dir = path.join(env.dataDir, 'in');
-      const writing = writeSlowly(dir, 500, 16, 't');
+      writing = writeSlowly(dir, 500, 16, 't');
       // in the middle: some files taken, most still to come
       await eventually(async () => ((await readdir(path.join(dir, 'done'))).length >= 100 ? true : undefined), 120_000, 100);
       await killProcess(holder);
@@ -164,6 +169,7 @@ describe('hot folder: exactly once under kill -9', () => {
       expect(await holderPid()).toBe(other.child.pid);
       await check(env, expected);
     } finally {
+      await writing?.catch(() => undefined);
       await env.cleanup();
     }
   }, 420_000);
