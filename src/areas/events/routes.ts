@@ -77,24 +77,26 @@ export function eventRoutes(s: Services): Router {
     });
     let closed = false;
     let unsubscribe: (() => void) | undefined;
-    const end = () => {
-      if (closed) return;
+    // the caller's session counts in GET /sessions while the stream is open
+    let releaseSession: (() => void) | undefined;
+    const forgetAll = () => {
       closed = true;
       unsubscribe?.();
+      releaseSession?.();
+    };
+    const end = () => {
+      if (closed) return;
+      forgetAll();
       res.end();
     };
     const cut = (reason: string) => {
       if (closed) return;
-      closed = true;
-      unsubscribe?.();
+      forgetAll();
       s.log.info({ user: p.user, reason }, 'event stream cut');
       res.destroy();
     };
     keepOpen(ctx, end);
-    req.once('close', () => {
-      closed = true;
-      unsubscribe?.();
-    });
+    req.once('close', forgetAll);
     const sink: EventSink = {
       principal: p, types,
       send(e: StreamEvent) {
@@ -120,7 +122,10 @@ export function eventRoutes(s: Services): Router {
     if (closed) return;
     const forget = await s.events.subscribe(sink, after);
     if (closed) forget();
-    else unsubscribe = forget;
+    else {
+      unsubscribe = forget;
+      releaseSession = s.sessions.streamOpened(p, cfg.heartbeatMs);
+    }
   });
   return router;
 }

@@ -19,6 +19,9 @@ const REMEMBERED = 50_000;
 export class SessionService {
   /** `user\0session` -> the expiry (ms) already recorded. */
   private readonly recorded = new Map<string, number>();
+  /** `user\0session` -> the open event streams of this process that hold it. */
+  private readonly streams = new Map<string, { user: string; session: string; n: number }>();
+  private holdTimer?: NodeJS.Timeout;
 
   constructor(private readonly o: { db: Database; policy: Policy; log: Logger }) {}
 
@@ -41,13 +44,53 @@ export class SessionService {
   }
 
   /**
-   * Keeps the caller's session counted until `untilMs` (epoch ms) whatever
-   * its token says: an open event stream calls this on each heartbeat with
-   * a time a little past the next one.
+   * An event stream of `p` is open: its session counts while the stream
+   * does, whatever its token says. Every `everyMs` one statement holds the
+   * sessions of all this process's open streams until a little past the
+   * next round (so a process that dies stops holding them within two
+   * rounds); the first stream of a session is held at once. Returns what to
+   * call when the stream closes (its session then lapses by itself).
    */
-  async hold(p: Principal, untilMs: number): Promise<void> {
-    if (p.system) return;
-    await store.holdSession(this.o.db, p.user, p.session, new Date(untilMs));
+  streamOpened(p: Principal, everyMs: number): () => void {
+    if (p.system) return () => {};
+    const key = `${p.user}\u0000${p.session}`;
+    const open = this.streams.get(key);
+    if (open) open.n += 1;
+    else {
+      this.streams.set(key, { user: p.user, session: p.session, n: 1 });
+      void this.holdOpenStreams([{ user: p.user, session: p.session }], everyMs);
+    }
+    if (!this.holdTimer) {
+      this.holdTimer = setInterval(() => void this.holdOpenStreams([...this.streams.values()], everyMs), everyMs);
+      this.holdTimer.unref();
+    }
+    let closed = false;
+    return () => {
+      if (closed) return;
+      closed = true;
+      const s = this.streams.get(key);
+      if (s && --s.n === 0) this.streams.delete(key);
+      if (this.streams.size === 0) {
+        clearInterval(this.holdTimer);
+        this.holdTimer = undefined;
+      }
+    };
+  }
+
+  /** Open event streams of this process (for tests and metrics). */
+  get openStreams(): number {
+    let n = 0;
+    for (const s of this.streams.values()) n += s.n;
+    return n;
+  }
+
+  private async holdOpenStreams(held: readonly { user: string; session: string }[], everyMs: number): Promise<void> {
+    try {
+      // two rounds and a margin: one late round (a busy database) does not drop a live stream's session
+      await store.holdSessions(this.o.db, held, new Date(Date.now() + 2 * everyMs + 5000));
+    } catch (err) {
+      this.o.log.warn({ err, streams: held.length }, 'could not hold the sessions of open event streams; trying again next round');
+    }
   }
 
   /** GET /sessions: `{ count }` of the caller's live sessions, this one included. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, type TestClient } from '../../helpers/client.js';
-import { startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { SseClient } from '../../helpers/sse-client.js';
 
 /**
  * `GET /v1/sessions` (spec: Functions, sessions, identity provider; DESIGN.md
@@ -22,9 +23,11 @@ const count = async (c: TestClient) => {
 beforeAll(async () => {
   // one issuer for both processes: the development issuer's key is shared through DATA_DIR, its URL fixed here
   const auth = { devIssuerUrl: 'http://127.0.0.1:9/dev-issuer', roles: { guest: { areas: { documents: { scope: 'own', actions: ['read'] } } } } };
-  rt = await startTestRuntime({ overrides: { auth } });
+  // an open stream's session is held for two heartbeats and 5 s past each round
+  const events = { heartbeatMs: 1000 };
+  rt = await startTestRuntime({ overrides: { auth, events } });
   // a second API process on the same database
-  other = await startTestRuntime({ shareWith: rt, parts: { api: true, workers: false }, overrides: { auth } });
+  other = await startTestRuntime({ shareWith: rt, parts: { api: true, workers: false }, overrides: { auth, events } });
 });
 afterAll(async () => {
   await other.close();
@@ -57,19 +60,28 @@ describe('GET /sessions', () => {
     expect(await count(rt.client.withToken(viaMail))).toBe(3);
   });
 
-  it('stops counting a session once its token expired, unless an open event stream holds it', async () => {
+  it('stops counting a session once its token expired, unless an open event stream holds it; a closed stream\'s session lapses', async () => {
     const short = await rt.token('dan', ['user'], { expiresIn: 2, claims: { sid: 'dan-short' } });
     const held = await rt.token('dan', ['user'], { expiresIn: 2, claims: { sid: 'dan-stream' } });
     const long = rt.client.withToken(await rt.token('dan', ['user'], { claims: { sid: 'dan-long' } }));
     await rt.client.withToken(short).get('/v1/services');
-    await rt.client.withToken(held).get('/v1/services');
-    expect(await count(long)).toBe(3);
-    const principal = await rt.services.verifier.verify(held);
-    await rt.services.sessions.hold(principal, Date.now() + 60_000);
-    // both tokens' `exp` passes (whole seconds: wait past the next one)
-    await new Promise((r) => setTimeout(r, 3100));
     expect(await count(long)).toBe(2);
-  });
+    // the stream is open on the other API process; the count is the same from both
+    const stream = await SseClient.open(`${other.url}/v1/events`, held);
+    try {
+      expect(stream.status).toBe(200);
+      await eventually(async () => ((await count(long)) === 3 ? true : undefined), 5000, 50);
+      expect(other.services.sessions.openStreams).toBe(1);
+      // both short tokens' `exp` passes (whole seconds: wait past the next one); the stream outlives its token's expiry
+      await new Promise((r) => setTimeout(r, 3100));
+      expect(await count(long)).toBe(2);
+    } finally {
+      stream.close();
+    }
+    await eventually(async () => (other.services.sessions.openStreams === 0 ? true : undefined), 5000, 20);
+    // no longer held: gone once its last hold (two heartbeats and 5 s) passes
+    await eventually(async () => ((await count(long)) === 1 ? true : undefined), 15_000, 200);
+  }, 30_000);
 
   it('403 without the sessions right', async () => {
     expectError(await rt.client.withToken(await rt.token('gus', ['guest'])).get('/v1/sessions'), 403, 'FORBIDDEN');

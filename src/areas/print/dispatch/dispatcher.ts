@@ -256,7 +256,7 @@ export class Dispatcher {
     if (ack) {
       const touch = this.touchesPrinter(printer);
       // the acknowledgement exists only here until it is written: kept while the database is away
-      const { delivered, next, retried } = await this.persistOutcome(job, signal, (attempt) => {
+      const { delivered, next, drained, retried } = await this.persistOutcome(job, signal, (attempt) => {
         // the common case in one statement: the outcome and the next hand-off (with other printers' when they come together);
         // a stopping worker, or a write tried again (the first may have committed unseen), hands nothing off with it
         if (this.deps.stopping?.aborted || attempt > 1) return deliveredAndNext(db, job, ack.message, touch, false);
@@ -274,6 +274,9 @@ export class Dispatcher {
       }
       if (next) return { next };
       if (this.deps.stopping?.aborted) return { next: STOP };
+      // nothing was waiting: the run ends here (no transaction to ask why); a job committed since is the tail check's.
+      // A write tried again may have handed a job off unseen, so it looks step by step.
+      if (drained && !retried) return { next: { kind: 'idle', why: 'no waiting jobs' } };
       return { next: await this.claimStepByStep(job.printer, signal, job, retried) };
     }
     const recorded = await this.persistOutcome(job, signal, (attempt) => db.transaction(async (tx): Promise<{ retryInMs: number } | { next?: Step }> => {

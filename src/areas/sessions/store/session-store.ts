@@ -15,12 +15,14 @@ export async function recordSession(sql: Sql, user: string, session: string, exp
   );
 }
 
-/** Keeps a session live until `until` (at least) for an open event stream, whatever its token says. */
-export async function holdSession(sql: Sql, user: string, session: string, until: Date): Promise<void> {
+/** Keeps sessions live until `until` (at least) for open event streams, whatever their tokens say: one statement for all of them. */
+export async function holdSessions(sql: Sql, held: readonly { user: string; session: string }[], until: Date): Promise<void> {
+  if (held.length === 0) return;
   await sql.query(
-    `INSERT INTO sessions (user_key, session, expires, stream_until) VALUES ($1, $2, $3, $3)
+    `INSERT INTO sessions (user_key, session, expires, stream_until)
+     SELECT u, s, $3, $3 FROM unnest($1::text[], $2::text[]) AS h(u, s)
      ON CONFLICT (user_key, session) DO UPDATE SET stream_until = greatest(sessions.stream_until, EXCLUDED.stream_until)`,
-    [user, session, until],
+    [held.map((h) => h.user), held.map((h) => h.session), until],
   );
 }
 

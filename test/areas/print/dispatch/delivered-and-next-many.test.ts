@@ -54,6 +54,8 @@ for (const [driver, open] of bothDrivers()) {
       while (inFlight.length > 0) {
         const results = await deliveredAndNextMany(t.db, inFlight.map((job) => ({ job, message: 'ok', touchPrinter: true })));
         expect(results.every((r) => r.delivered)).toBe(true);
+        // drained: nothing was waiting, so nothing was handed off (the run ends without asking why)
+        for (const r of results) expect(r.drained).toBe(r.next === undefined);
         inFlight = results.flatMap((r) => handedOff(r) ?? []);
         order.push(...inFlight.map((j) => String(j.id)));
       }
@@ -79,6 +81,7 @@ for (const [driver, open] of bothDrivers()) {
       expect(handedOff(ra!)?.printer).toBe('a');
       expect(rb!.delivered).toBe(true);
       expect(rb!.next).toBeUndefined();
+      expect(rb!.drained).toBe(false); // held, not empty: the run asks why step by step
       expect(rc!.delivered).toBe(true);
       expect(handedOff(rc!)?.printer).toBe('c');
       // the same outcome again: the guard refuses it (never processed twice)

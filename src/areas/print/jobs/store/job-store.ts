@@ -41,17 +41,19 @@ const DELIVERED_AND_NEXT = sqlFile(new URL('./statements/delivered-and-next.sql'
   dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
   printed: printedCte({ where: 'name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)' }),
   hand_off_head: handOffHead('(SELECT locked FROM lk)'),
+  waiting_heads: waitingHeads('$1'),
 });
 // the same statement with no hand-off (its `after` never holds): a stopping worker records the outcome and takes nothing new
 const DELIVERED_ONLY = sqlFile(new URL('./statements/delivered-and-next.sql', import.meta.url), {
   dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
   printed: printedCte({ where: 'name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)' }),
   hand_off_head: handOffHead('false'),
+  waiting_heads: waitingHeads('$1'),
 });
 const DELIVERED_AND_NEXT_MANY = sqlFile(new URL('./statements/delivered-and-next-many.sql', import.meta.url), {
   dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
   printed: printedCte({ namesIn: 'SELECT printer FROM u WHERE touch' }),
-  waiting_heads_of_p: waitingHeads('p.name'), waiting: SQL_WAITING, deliverable: SQL_DELIVERABLE, job_columns_j: jobColumns('j'), log_text_max: String(LOG_TEXT_MAX),
+  waiting_heads_of_p: waitingHeads('p.name'), waiting_heads_of_i: waitingHeads('i.printer'), waiting: SQL_WAITING, deliverable: SQL_DELIVERABLE, job_columns_j: jobColumns('j'), log_text_max: String(LOG_TEXT_MAX),
 });
 const DELETE_EXPIRED = sqlFile(new URL('./statements/delete-expired.sql', import.meta.url));
 
@@ -258,10 +260,16 @@ export interface Delivered {
   touchPrinter: boolean;
 }
 
-/** A delivered job's outcome: `delivered` false when its guard failed (an operator or a recovery changed the job); `next`: the next hand-off, if any. */
+/**
+ * A delivered job's outcome: `delivered` false when its guard failed (an
+ * operator or a recovery changed the job); `next`: the next hand-off, if
+ * any; `drained`: no job of the printer was waiting (in the statement's
+ * snapshot), so nothing was handed off because there was nothing to hand.
+ */
 export interface DeliveredAndNext {
   delivered: boolean;
   next?: HandedOff;
+  drained: boolean;
 }
 
 /**
@@ -273,10 +281,10 @@ export interface DeliveredAndNext {
  * outcome alone (a stopping worker takes nothing new).
  */
 export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: string, touchPrinter: boolean, handOff = true): Promise<DeliveredAndNext> {
-  const { rows } = await sql.query<HandedOffRow & { delivered: number }>(handOff ? DELIVERED_AND_NEXT : DELIVERED_ONLY,
+  const { rows } = await sql.query<HandedOffRow & { delivered: number; drained: boolean }>(handOff ? DELIVERED_AND_NEXT : DELIVERED_ONLY,
     [job.printer, job.id, job.seq, job.attempts, message, clip(`delivered: ${message}`), touchPrinter]);
-  const { delivered, ...claimed } = rows[0]!;
-  return { delivered: delivered > 0, next: claimed.id ? handedOff(job.printer, claimed as HandedOffRow) : undefined };
+  const { delivered, drained, ...claimed } = rows[0]!;
+  return { delivered: delivered > 0, drained, next: claimed.id ? handedOff(job.printer, claimed as HandedOffRow) : undefined };
 }
 
 /**
@@ -286,13 +294,13 @@ export async function deliveredAndNext(sql: Sql, job: PrintJobRow, message: stri
  */
 export async function deliveredAndNextMany(sql: Sql, items: readonly Delivered[]): Promise<DeliveredAndNext[]> {
   if (new Set(items.map((d) => d.job.printer)).size !== items.length) throw new Error('deliveredAndNextMany: one entry per printer');
-  const { rows } = await sql.query<HandedOffRow & { k: number; delivered: boolean; was: unknown; had: unknown }>(DELIVERED_AND_NEXT_MANY,
+  const { rows } = await sql.query<HandedOffRow & { k: number; delivered: boolean; drained: boolean; was: unknown; had: unknown }>(DELIVERED_AND_NEXT_MANY,
     [items.map((d) => d.job.printer), items.map((d) => d.job.id), items.map((d) => d.job.seq), items.map((d) => d.job.attempts),
       items.map((d) => d.message), items.map((d) => clip(`delivered: ${d.message}`)), items.map((d) => d.touchPrinter)]);
-  const out: DeliveredAndNext[] = items.map(() => ({ delivered: false }));
-  for (const { k, delivered, was: _w, had: _h, ...claimed } of rows) {
+  const out: DeliveredAndNext[] = items.map(() => ({ delivered: false, drained: false }));
+  for (const { k, delivered, drained, was: _w, had: _h, ...claimed } of rows) {
     const item = items[Number(k) - 1]!;
-    out[Number(k) - 1] = { delivered, next: claimed.id ? handedOff(item.job.printer, claimed as HandedOffRow) : undefined };
+    out[Number(k) - 1] = { delivered, drained, next: claimed.id ? handedOff(item.job.printer, claimed as HandedOffRow) : undefined };
   }
   return out;
 }

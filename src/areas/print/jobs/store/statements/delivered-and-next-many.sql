@@ -8,6 +8,7 @@
 --   :printed              printer-store.ts `printedCte` for the printers of
 --                         the outcomes `u` with `touch` (the CTE `d`)
 --   :waiting_heads_of_p   job-row.ts `waitingHeads('p.name')`
+--   :waiting_heads_of_i   job-row.ts `waitingHeads('i.printer')`
 --   :waiting              job-row.ts SQL_WAITING
 --   :deliverable          job-row.ts SQL_DELIVERABLE
 --   :job_columns_j        job-row.ts JOB_COLUMNS of `j`
@@ -33,9 +34,10 @@
 -- small settles on a sequential scan; test/areas/print/dispatch/
 -- delivered-and-next-many.test.ts), the rest of the guard unindexed
 -- (docs/architecture.md).
--- Returns: one row per printer: `k` (its position, from 1), `delivered`
--- and, when a job was handed off, the columns claim-next.sql returns (and
--- `was`, `had`: its state and attempts before).
+-- Returns: one row per printer: `k` (its position, from 1), `delivered`,
+-- `drained` (as in delivered-and-next.sql) and, when a job was handed off,
+-- the columns claim-next.sql returns (and `was`, `had`: its state and
+-- attempts before).
 WITH i AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::boolean[])
     WITH ORDINALITY AS i(printer, id, seq, attempts, message, log, touch, k)),
 lk AS MATERIALIZED (SELECT count(pg_advisory_xact_lock(:dispatch_lock_class, key)) IS NOT NULL AS locked
@@ -65,7 +67,7 @@ cl AS (INSERT INTO print_logs (job_id, printer, level, text)
   SELECT c.id, c.printer, 'info', left(c.was || ' -> processing: handed to '
     || CASE WHEN p.connection LIKE 'file:%' THEN 'the printer''s directory' ELSE p.connection END
     || CASE WHEN c.had > 0 THEN ' (attempt ' || (c.had + 1) || ')' ELSE '' END, :log_text_max) FROM c JOIN p ON p.name = c.printer)
-SELECT i.k, EXISTS (SELECT 1 FROM u WHERE u.id = i.id) AS delivered, n.*
+SELECT i.k, EXISTS (SELECT 1 FROM u WHERE u.id = i.id) AS delivered, NOT EXISTS (SELECT 1 FROM (:waiting_heads_of_i) w) AS drained, n.*
   FROM i LEFT JOIN (SELECT c.*, p.connection AS printer_connection, p.error AS printer_error,
       (SELECT bytes FROM print_documents WHERE job_id = c.id) AS inline_document FROM c JOIN p ON p.name = c.printer) n ON n.printer = i.printer
   WHERE (SELECT locked FROM lk)

@@ -7,6 +7,7 @@
 --   :printed              printer-store.ts `printedCte` for the printer $1
 --                         (the CTE `d`)
 --   :hand_off_head        includes/hand-off-head.sql with :after = the lock
+--   :waiting_heads        job-row.ts `waitingHeads('$1')`
 --
 -- Parameters:
 --   $1  text     the printer
@@ -28,8 +29,11 @@
 -- wait for the lock, so the guard and the head's waiting state are evaluated
 -- again on the newest row versions: a job another run or an operator changed
 -- meanwhile is left alone, and no job is handed off twice.
--- Returns: one row: `delivered` (0: the guard failed) and, when a job was
--- handed off, the columns claim-next.sql returns.
+-- Returns: one row: `delivered` (0: the guard failed), `drained` (the
+-- printer had no waiting job in this statement's snapshot: the run may end
+-- without asking why nothing was handed off; a job committed after the
+-- snapshot is found by the run's tail check) and, when a job was handed
+-- off, the columns claim-next.sql returns.
 WITH lk AS (SELECT true AS locked FROM (SELECT pg_advisory_xact_lock(:dispatch_lock_class, hashtext($1))) x),
 u AS (UPDATE print_jobs SET status = 'processed', updated = now(), finished = now(), message = $5, handoff_at = NULL,
     stages = CASE WHEN keep_tempfiles THEN stages ELSE '[]'::jsonb END
@@ -39,5 +43,5 @@ u AS (UPDATE print_jobs SET status = 'processed', updated = now(), finished = no
 ul AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, 'info', $6 FROM u),
 :printed,
 :hand_off_head
-SELECT (SELECT count(*) FROM u)::int AS delivered, n.* FROM lk LEFT JOIN (SELECT c.*, p.connection AS printer_connection, p.error AS printer_error,
+SELECT (SELECT count(*) FROM u)::int AS delivered, NOT EXISTS (SELECT 1 FROM (:waiting_heads) w) AS drained, n.* FROM lk LEFT JOIN (SELECT c.*, p.connection AS printer_connection, p.error AS printer_error,
     (SELECT bytes FROM print_documents WHERE job_id = c.id) AS inline_document FROM c, p) n ON true
