@@ -6,6 +6,12 @@
  * `{"bench":"bare","url","pid","bodyBytes"}` on stdout; exits on SIGTERM/SIGINT
  * or when stdin closes.
  *
+ * With `BARE_DB_URL` and `BARE_DB_SCHEMA` in the environment it also answers
+ * `GET /v1/status-db/{tid}` from PostgreSQL: one row read by primary key per
+ * request (a `pg` pool of 10, as the project's default), in a schema of its
+ * own that it creates at start and drops when it stops: the polling floor
+ * with the project's guarantee (every answer is the committed state).
+ *
  * Run: node --import tsx bench/bare-server.ts
  */
 import { randomUUID } from 'node:crypto';
@@ -13,6 +19,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import Router from '@koa/router';
+import pg from 'pg';
 
 const parent = randomUUID();
 const created = new Date().toISOString();
@@ -64,6 +71,24 @@ const status = {
 router.get('/v1/status', (ctx) => {
   ctx.body = status;
 });
+const dbUrl = process.env.BARE_DB_URL;
+const dbSchema = process.env.BARE_DB_SCHEMA;
+let pool: pg.Pool | undefined;
+if (dbUrl && dbSchema) {
+  if (!/^[a-z_][a-z0-9_]*$/.test(dbSchema)) throw new Error(`BARE_DB_SCHEMA: not a plain name: ${dbSchema}`);
+  const setup = new pg.Client({ connectionString: dbUrl });
+  await setup.connect();
+  await setup.query(`CREATE SCHEMA "${dbSchema}"`);
+  await setup.query(`CREATE TABLE "${dbSchema}".status (tid uuid PRIMARY KEY, body jsonb NOT NULL)`);
+  await setup.query(`INSERT INTO "${dbSchema}".status VALUES ($1, $2)`, [parent, JSON.stringify(status)]);
+  await setup.end();
+  pool = new pg.Pool({ connectionString: dbUrl, max: 10, options: `-c search_path="${dbSchema}"` });
+  router.get('/v1/status-db/:tid', async (ctx) => {
+    const { rows } = await pool!.query<{ body: unknown }>('SELECT body FROM status WHERE tid = $1', [ctx.params.tid]);
+    if (rows.length === 0) ctx.throw(404);
+    ctx.body = rows[0]!.body;
+  });
+}
 app.use(router.routes());
 app.use(router.allowedMethods());
 
@@ -71,8 +96,20 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, app.callback());
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const { port } = server.address() as AddressInfo;
 
+/** Drops the floor's schema (when it made one); never throws. */
+async function dropSchema(): Promise<void> {
+  if (!pool || !dbUrl) return;
+  await pool.end().catch(() => {});
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect().then(() => c.query(`DROP SCHEMA IF EXISTS "${dbSchema}" CASCADE`)).catch(() => {});
+  await c.end().catch(() => {});
+}
+
+let stopping = false;
 const stop = () => {
-  server.close(() => process.exit(0));
+  if (stopping) return;
+  stopping = true;
+  server.close(() => void dropSchema().finally(() => process.exit(0)));
   server.closeAllConnections();
   setTimeout(() => process.exit(0), 5000).unref();
 };
@@ -82,4 +119,4 @@ process.stdin.on('end', stop);
 process.stdin.on('error', stop);
 process.stdin.resume();
 
-process.stdout.write(`${JSON.stringify({ bench: 'bare', url: `http://127.0.0.1:${port}`, pid: process.pid, bodyBytes: Buffer.byteLength(JSON.stringify(entries)), jobsBodyBytes: Buffer.byteLength(JSON.stringify(jobs)) })}\n`);
+process.stdout.write(`${JSON.stringify({ bench: 'bare', url: `http://127.0.0.1:${port}`, pid: process.pid, bodyBytes: Buffer.byteLength(JSON.stringify(entries)), jobsBodyBytes: Buffer.byteLength(JSON.stringify(jobs)), statusTid: parent })}\n`);

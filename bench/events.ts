@@ -8,13 +8,17 @@
  * - the project (bench/server.ts --workers 1: an `api` process and one
  *   `worker` process on PostgreSQL and the local Redis);
  * - the floor, bench/bare-server.ts: Koa + @koa/router answering a small
- *   precomputed task-shaped object (`GET /v1/status`), no auth, no database.
+ *   precomputed task-shaped object (`GET /v1/status`), no auth, no database;
+ *   and in the same process the durable floor, `GET /v1/status-db/{tid}`:
+ *   the same object read from PostgreSQL by primary key per request (a pool
+ *   of 10), i.e. the least a route that answers the committed state does.
  *
  * **Polling**: autocannon in this process, `--connections` keep-alive
  * connections for `--duration` s (after a 2 s warm-up) against the floor, then
  * `GET /v1/services/store/repo/command/{cid}` (a command held `running`) and
  * `GET /v1/services/demo/tasks/{tid}` (an idle task) of the project: requests/s
- * and p99 latency, ratio to the floor. Target: each >= 0.40 x the floor's req/s.
+ * and p99 latency, ratio to each floor. Target: each >= 0.40 x the floor's
+ * req/s (the ratio to the durable floor is printed beside it).
  *
  * **Events**: `--clients` SSE clients (`GET /v1/events`, an admin's token, so
  * every client receives every task event) connect to the API process; then
@@ -62,7 +66,9 @@ async function cannon(url: string, headers: Record<string, string>): Promise<Res
   return autocannon({ url, connections, duration, headers, timeout: 30 });
 }
 
-const bare = await spawnServer('bench/bare-server.ts');
+// the durable floor's own schema (bench/bare-server.ts drops it when it stops)
+const floorSchema = `bench_events_floor_${process.pid}`;
+const bare = await spawnServer('bench/bare-server.ts', [], [], { env: { BARE_DB_URL: DATABASE_URL, BARE_DB_SCHEMA: floorSchema } });
 const project = await spawnServer('bench/server.ts', ['--workers', '1', '--log-level', 'warn'], [], { timeoutMs: 180_000 });
 const { url, token, schema } = project.info as { url: string; token: string; schema: string };
 const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}"` });
@@ -87,11 +93,12 @@ try {
   if (check.status !== 200) throw new Error(`command poll answers ${check.status}`);
 
   const floor = await cannon(`${bare.info.url}/v1/status`, {});
+  const dbFloor = await cannon(`${bare.info.url}/v1/status-db/${bare.info.statusTid}`, {});
   const command = await cannon(`${url}/v1/services/store/repo/command/${cid}`, auth);
   const task = await cannon(`${url}/v1/services/demo/tasks/${tid}`, auth);
   await holder.query('ROLLBACK');
   await holder.end();
-  for (const [name, r] of [['floor', floor], ['command', command], ['task', task]] as const) {
+  for (const [name, r] of [['floor', floor], ['durable floor', dbFloor], ['command', command], ['task', task]] as const) {
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name} polling: ${r.non2xx} non-2xx, ${r.errors} errors`);
   }
 
@@ -165,6 +172,7 @@ try {
     polling: {
       connections, duration,
       floor: { rps: floor.requests.average, p99: floor.latency.p99 },
+      durableFloor: { rps: dbFloor.requests.average, p99: dbFloor.latency.p99 },
       command: { rps: command.requests.average, p99: command.latency.p99 },
       task: { rps: task.requests.average, p99: task.latency.p99 },
     },
@@ -173,11 +181,16 @@ try {
       ...diag[0], p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? NaN, wallMs: Date.now() - t0,
     },
   };
-  const ratios = { command: command.requests.average / floor.requests.average, task: task.requests.average / floor.requests.average };
-  printTable(['polling', 'req/s', 'p99 ms', 'x floor'], [
-    ['bare Koa route (floor)', fmt(floor.requests.average, 0), floor.latency.p99, '1.00'],
-    ['GET .../repo/command/{cid}', fmt(command.requests.average, 0), command.latency.p99, fmt(ratios.command, 2)],
-    ['GET .../tasks/{tid}', fmt(task.requests.average, 0), task.latency.p99, fmt(ratios.task, 2)],
+  const ratios = {
+    command: command.requests.average / floor.requests.average, task: task.requests.average / floor.requests.average,
+    commandDurable: command.requests.average / dbFloor.requests.average, taskDurable: task.requests.average / dbFloor.requests.average,
+  };
+  const fd = dbFloor.requests.average;
+  printTable(['polling', 'req/s', 'p99 ms', 'x floor', 'x durable floor'], [
+    ['bare Koa route (floor)', fmt(floor.requests.average, 0), floor.latency.p99, '1.00', fmt(floor.requests.average / fd, 2)],
+    ['Koa + one pg row by key (durable floor)', fmt(fd, 0), dbFloor.latency.p99, fmt(fd / floor.requests.average, 2), '1.00'],
+    ['GET .../repo/command/{cid}', fmt(command.requests.average, 0), command.latency.p99, fmt(ratios.command, 2), fmt(ratios.commandDurable, 2)],
+    ['GET .../tasks/{tid}', fmt(task.requests.average, 0), task.latency.p99, fmt(ratios.task, 2), fmt(ratios.taskDurable, 2)],
   ]);
   printTable(['events', 'clients', 'deliveries', 'missing', 'p50 ms', 'p99 ms', 'max ms'], [
     ['task change in the worker -> SSE client', clientCount, latencies.length, missing, fmt(figures.events.p50), fmt(figures.events.p99), fmt(figures.events.max)],
@@ -188,7 +201,7 @@ try {
     { name: `task change -> SSE event p99 at ${clientCount} clients (ms)`, value: figures.events.p99, target: '< 100 ms', met: figures.events.p99 < 100 && missing === 0 },
   ];
   console.log(JSON.stringify({ bench: 'events', ...figures, ratios, targets }));
-  writeResult('events', args, { figures, floors: { 'bare Koa route req/s': floor.requests.average }, ratios, targets });
+  writeResult('events', args, { figures, floors: { 'bare Koa route req/s': floor.requests.average, 'Koa + one pg row by key req/s': fd }, ratios, targets });
 } finally {
   await db.end().catch(() => {});
   agent.destroy();

@@ -19,6 +19,8 @@ export interface ServerInfo {
   schema?: string;
   prefix?: string;
   dataDir?: string;
+  /** bare-server.ts: the task id its durable floor answers. */
+  statusTid?: string;
   logLevel?: string;
   [key: string]: unknown;
 }
@@ -39,7 +41,7 @@ export interface ChildServer {
  * `pid` and sometimes `url`, hence the `bench` marker). Later stdout (logs) is counted and
  * discarded; stderr is passed through.
  */
-export function spawnServer(script: string, args: string[] = [], nodeArgs: string[] = [], opts: { compiledDir?: string; timeoutMs?: number; cwd?: string } = {}): Promise<ChildServer> {
+export function spawnServer(script: string, args: string[] = [], nodeArgs: string[] = [], opts: { compiledDir?: string; timeoutMs?: number; cwd?: string; env?: Record<string, string> } = {}): Promise<ChildServer> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   // compiled: the same file, built to JavaScript by compileServers(), run by plain node (as in production)
   const entry = opts.compiledDir
@@ -49,6 +51,7 @@ export function spawnServer(script: string, args: string[] = [], nodeArgs: strin
   const child = spawn(process.execPath, [...nodeArgs, ...entry, ...args], {
     cwd: opts.cwd ?? ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
+    ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
   });
   let logBytes = 0;
   let buffered = '';
