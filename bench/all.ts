@@ -202,7 +202,7 @@ const STEPS: Step[] = [
     name: 'hotfolder', file: 'hotfolder.ts', reduced: ['--files', '2000'],
     // absolute targets (issue 21): files per second and the drop-to-stored p99; cp of the same files as context
     rows: (f) => [
-      judged('hotfolder', `${f.files} files of ${f.kib} KiB${f.task ? ' + started task' : ''}: files/s`, `${n0(f.service.filesPerSecond)} files/s`, `${n0(f.floor.filesPerSecond)} files/s cp`, f.service.filesPerSecond, 500),
+      judged('hotfolder', `${f.files} files of ${f.kib} KiB${f.task === 'print' ? ' + print task' : f.task && f.task !== 'off' ? ' + started task' : ''}: files/s`, `${n0(f.service.filesPerSecond)} files/s`, `${n0(f.floor.filesPerSecond)} files/s cp`, f.service.filesPerSecond, 500),
       judged('hotfolder', 'drop-to-stored p99', `${fmt(f.service.p99, 2)} s`, '–', f.service.p99, 3, true, ' s'),
     ],
   },

@@ -3,13 +3,16 @@
  * dropped at once into the demo hot folder of a running service, against
  * `cp` of the same files into a plain directory, in the same run.
  *
- *   npm run bench:hotfolder -- [--files 10000] [--kib 100] [--stable-ms 1000] [--task on|off] [--ext bin|pdf] [--server compiled|tsx]
+ *   npm run bench:hotfolder -- [--files 10000] [--kib 100] [--stable-ms 1000] [--task demo|print|off] [--ext bin|pdf] [--server compiled|tsx]
  *
  * - **service**: a child server (bench/server.ts: API and workers in one
  *   process, the default configuration, PostgreSQL and the local Redis) with
- *   the demo hot folder's `stableMs` set to `--stable-ms`. With `--task on`
- *   (the default, the demo's wiring) every file also becomes a task of the
- *   `demo` service, started at once; `--task off` stores documents only.
+ *   the demo hot folder's `stableMs` set to `--stable-ms`. With `--task demo`
+ *   (the default) every file also becomes a task of the `demo` (mock)
+ *   service, started at once; `--task print` is the shipped demo's wiring,
+ *   a task of the `print` service that prints each file on the demo
+ *   directory printer (intake and printing share the two cores); `--task
+ *   off` stores documents only.
  *   The files are staged first on the same filesystem (not timed), then
  *   dropped with one `cp` into the hot folder. Timed: from the start of that
  *   `cp` to the last file's claim finished (the database polled every
@@ -50,7 +53,8 @@ const { values: args } = parseArgs({
     files: { type: 'string', default: '10000' },
     kib: { type: 'string', default: '100' },
     'stable-ms': { type: 'string', default: '1000' },
-    task: { type: 'string', default: 'on' },
+    /** What each file also becomes: `demo` a started task of the mock service; `print` the shipped demo (a print task); `off` nothing. */
+    task: { type: 'string', default: 'demo' },
     /** The files' extension: `bin` (default) has no preview; `pdf` (random bytes named .pdf) asks for a PDF preview of each. */
     ext: { type: 'string', default: 'bin' },
     /** The hot folder's `concurrency` (files taken at once); default the configuration's. */
@@ -64,7 +68,9 @@ const { values: args } = parseArgs({
 const files = Number(args.files);
 const kib = Number(args.kib);
 const stableMs = Number(args['stable-ms']);
-const withTask = args.task !== 'off';
+const taskMode = args.task === 'on' ? 'demo' : args.task!;
+if (!['demo', 'print', 'off'].includes(taskMode)) throw new Error(`--task: demo, print or off (not ${args.task})`);
+const withTask = taskMode !== 'off';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'wcr-bench-hot-'));
 const staging = path.join(work, 'staging');
@@ -97,7 +103,9 @@ writeFileSync(configFile, [
   '    options:',
   `      stableMs: ${stableMs}`,
   ...(args.concurrency ? [`      concurrency: ${Number(args.concurrency)}`] : []),
-  ...(withTask ? [] : ['      folders:', '        - path: hotfolder', '          store: { service: store, collection: hotfolder }']),
+  // print: the shipped folder as it is; demo: its task in the mock service instead; off: no task
+  ...(taskMode === 'print' ? [] : ['      folders:', '        - path: hotfolder', '          store: { service: store, collection: hotfolder }',
+    ...(taskMode === 'demo' ? ["          task: { service: demo, name: '{name}', start: true }"] : [])]),
   '',
 ].join('\n'));
 process.env.CONFIG = configFile;
@@ -147,12 +155,12 @@ try {
   const floor = { filesPerSecond: files / floorSeconds, seconds: floorSeconds };
   const durable = { filesPerSecond: files / durableSeconds, seconds: durableSeconds };
   printTable(['', 'files/s', 'seconds', 'p50 s', 'p99 s', 'max s'], [
-    [`hot folder (${withTask ? 'document + started task' : 'document'})`, fmt(service.filesPerSecond, 0), fmt(seconds, 2), fmt(lat.p50, 2), fmt(lat.p99, 2), fmt(lat.max, 2)],
+    [`hot folder (${taskMode === 'print' ? 'document + print task' : withTask ? 'document + started task' : 'document'})`, fmt(service.filesPerSecond, 0), fmt(seconds, 2), fmt(lat.p50, 2), fmt(lat.p99, 2), fmt(lat.max, 2)],
     ['floor: cp into a directory', fmt(floor.filesPerSecond, 0), fmt(floorSeconds, 2), '', '', ''],
     ['durable floor: hash, copy, fsync, row, move', fmt(durable.filesPerSecond, 0), fmt(durableSeconds, 2), '', '', ''],
   ]);
   console.log(`ratio service / cp: ${fmt(service.filesPerSecond / floor.filesPerSecond, 3)}; service / durable floor: ${fmt(service.filesPerSecond / durable.filesPerSecond, 3)}; server peak RSS ${fmt(service.rssPeakMiB)} MiB; ${fmt(cores, 2)} cores busy; failed ${service.failed}`);
-  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: withTask, server: args.server, service, floor, durable, load: os.loadavg() };
+  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: taskMode, server: args.server, service, floor, durable, load: os.loadavg() };
   console.log(JSON.stringify(figures));
   writeResult('hotfolder', args, {
     figures,

@@ -47,7 +47,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { IppEvePrinter } from '../test/helpers/ippeveprinter.js';
-import { compileServers, expectStatus, fmt, pgCpuMeter, printTable, requestJson, spawnServer, writeResult, type ChildServer, type TargetResult } from './lib.js';
+import { compileServers, expectStatus, fmt, pgCpuMeter, printTable, requestJson, spawnServer, writeResult, type ChildServer, type TargetResult, ROOT } from './lib.js';
 import { startSinks, waitReceived, withClients, type Sinks } from './sinks.js';
 
 const { values: args } = parseArgs({
@@ -322,6 +322,8 @@ async function serverCounts(jobs: number): Promise<Record<string, unknown> | und
     requestMsMean: c.requests.n ? Math.round((c.requests.ms / c.requests.n) * 100) / 100 : NaN,
   };
 }
+// ippeveprinter needs DNS-SD: installed and started now (as the tests do), not found missing after the long part
+if (args.ipp !== 'off') execFileSync('bash', ['-c', 'source scripts/lib/common.sh && ensure_ipp_printer'], { stdio: 'inherit', cwd: ROOT });
 const cups = args.cups === 'off' ? undefined : await startCups(sinks.ports);
 const agents: http.Agent[] = [];
 const ipps: IppEvePrinter[] = [];
