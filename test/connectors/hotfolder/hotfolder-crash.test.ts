@@ -56,6 +56,22 @@ async function writeSlowly(dir: string, n: number, parallel: number, prefix: str
   return expected;
 }
 
+/**
+ * Runs `wait`; when it fails, the error also tells what the folder and each
+ * process showed then (the last log lines), so a failure in a loaded CI run
+ * can be read from its output alone.
+ */
+async function explained<T>(wait: Promise<T>, dir: string, procs: Record<string, TestProcess>): Promise<T> {
+  try {
+    return await wait;
+  } catch (err) {
+    const count = async (d: string) => (await readdir(d).catch(() => [])).length;
+    const lines = [`folder: ${await count(dir)} entries, done/ ${await count(path.join(dir, 'done'))}, error/ ${await count(path.join(dir, 'error'))}`];
+    for (const [name, p] of Object.entries(procs)) lines.push(`--- ${name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode ?? 'running'}), last log lines:`, ...p.logs.slice(-40));
+    throw new Error(`${(err as Error).message}\n${lines.join('\n')}`, { cause: err });
+  }
+}
+
 /** Waits until every expected file is in done/ and none is left in the folder. */
 async function allDone(dir: string, expected: Map<string, string>, timeoutMs: number): Promise<void> {
   await eventually(async () => {
@@ -120,14 +136,15 @@ describe('hot folder: exactly once under kill -9', () => {
       // claims a kill left unfinished: proof that the kills hit files in the middle of being taken
       let leftUnfinished = 0;
       for (let k = 0; k < 3; k++) {
-        await eventually(async () => ((await readdir(path.join(dir, 'done'))).length >= 150 * (k + 1) ? true : undefined), 120_000, 50);
+        await explained(eventually(async () => ((await readdir(path.join(dir, 'done'))).length >= 150 * (k + 1) ? true : undefined), 120_000, 50),
+          dir, { api, worker });
         await killProcess(worker);
         leftUnfinished += await unfinishedClaims(env);
         worker = await startProcess('worker', env.env);
       }
       expect(leftUnfinished).toBeGreaterThan(0);
       const expected = await writing;
-      await allDone(dir, expected, 240_000);
+      await explained(allDone(dir, expected, 240_000), dir, { api, worker });
       await check(env, expected);
       expect((await readdir(path.join(dir, 'error')))).toEqual([]);
     } finally {
@@ -162,10 +179,11 @@ describe('hot folder: exactly once under kill -9', () => {
       const dir = path.join(env.dataDir, 'in');
       writing = writeSlowly(dir, 500, 16, 't');
       // in the middle: some files taken, most still to come
-      await eventually(async () => ((await readdir(path.join(dir, 'done'))).length >= 100 ? true : undefined), 120_000, 100);
+      await explained(eventually(async () => ((await readdir(path.join(dir, 'done'))).length >= 100 ? true : undefined), 120_000, 100),
+        dir, { api, holder, other });
       await killProcess(holder);
       const expected = await writing;
-      await allDone(dir, expected, 180_000);
+      await explained(allDone(dir, expected, 180_000), dir, { api, other });
       expect(await holderPid()).toBe(other.child.pid);
       await check(env, expected);
     } finally {
