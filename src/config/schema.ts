@@ -138,6 +138,11 @@ export const configSchema = z.strictObject({
     /** Times the reconciler re-creates a failed or stalled job whose row is still pending before it fails the row. */
     maxRecreations: z.coerce.number().int().min(0).max(100).default(3),
     reconcileIntervalMs: z.coerce.number().int().min(1000).default(60_000),
+    /**
+     * How often a worker process looks for long-lived jobs (printers' dispatch) left active by a
+     * worker proven dead (its PostgreSQL liveness lock free at two looks in a row) and queues them again.
+     */
+    takeoverIntervalMs: z.coerce.number().int().min(250).max(60_000).default(2000),
     /** Input items of a task run per `task.items` job (run one after another in it). */
     taskItemsPerJob: z.coerce.number().int().min(1).max(10_000).default(25),
     housekeepingIntervalMs: z.coerce.number().int().min(1000).default(300_000),

@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { CronExpressionParser } from 'cron-parser';
 import { jobStatus } from './job-status.js';
@@ -42,6 +42,19 @@ export interface JobQueue {
    */
   recreate<N extends JobName>(name: N, data: JobData<N>): Promise<boolean>;
   /**
+   * The active jobs of these names, each with the worker that runs it
+   * (BullMQ's `processedBy`: the worker name, `WorkerOptions.name`) and its
+   * lock token, read together in one MULTI (the takeover, src/worker/takeover.ts).
+   */
+  running(names: readonly JobName[]): Promise<RunningJob[]>;
+  /**
+   * Moves an active job back to waiting at once, if it is still the run
+   * `running` saw (its lock token is unchanged: BullMQ's `moveToWait` under
+   * that token), so another worker starts it. Only for a run whose worker is
+   * proven dead. False when the job moved on meanwhile (nothing changed).
+   */
+  requeueRun(run: RunningJob): Promise<boolean>;
+  /**
    * Runs `name` with `data` on the schedule, on one worker of the fleet (a
    * BullMQ job scheduler whose id is the derived job id: scheduling the same
    * payload again replaces its schedule).
@@ -66,6 +79,17 @@ export interface JobQueue {
    */
   bound(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** An active job as `JobQueue.running` saw it. */
+export interface RunningJob {
+  id: string;
+  name: JobName;
+  queue: QueueName;
+  /** The name of the worker that started this run (undefined: a worker without a name). */
+  worker: string | undefined;
+  /** The run's lock token (undefined: its lock lapsed; BullMQ's stall check moves it). */
+  token: string | undefined;
 }
 
 /** One job of `enqueueMany`. */
@@ -190,6 +214,42 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       if ((await queueFor(JOBS[name].queue).remove(jobId)) === 0 && (await queueFor(JOBS[name].queue).getJob(jobId))) return false;
       await add(name, payload, jobId);
       return true;
+    },
+    async running(names) {
+      await binding;
+      const out: RunningJob[] = [];
+      for (const queue of new Set(names.map((n) => JOBS[n].queue))) {
+        const q = queueFor(queue);
+        const ids = await pinger.lrange(q.toKey('active'), 0, -1);
+        if (ids.length === 0) continue;
+        const multi = pinger.multi();
+        for (const id of ids) multi.get(`${q.toKey(id)}:lock`).hmget(q.toKey(id), 'name', 'pb');
+        const replies = (await multi.exec()) ?? [];
+        ids.forEach((id, i) => {
+          const [lockErr, token] = replies[2 * i] ?? [];
+          const [hashErr, fields] = replies[2 * i + 1] ?? [];
+          if (lockErr || hashErr) return;
+          const [name, worker] = fields as (string | null)[];
+          if (!name || !names.includes(name as JobName)) return;
+          out.push({ id, name: name as JobName, queue, worker: worker ?? undefined, token: (token as string | null) ?? undefined });
+        });
+      }
+      return out;
+    },
+    async requeueRun(run) {
+      if (!run.token) return false;
+      await binding;
+      const q = queueFor(run.queue);
+      const job = await Job.fromId(q, run.id);
+      if (!job) return false;
+      try {
+        await job.moveToWait(run.token);
+        return true;
+      } catch (err) {
+        // refused because the lock is another run's now (or gone): the job moved on; anything else is a failure
+        if ((await pinger.get(`${q.toKey(run.id)}:lock`)) !== run.token) return false;
+        throw err;
+      }
     },
     async schedule(name, data, when) {
       const payload = parseJob(name, data);

@@ -31,6 +31,13 @@ export interface WorkerOptions extends QueueOptions {
   ready?: Promise<void>;
   /** Jobs run at once per queue: a number for every queue, or per queue with a `default`. */
   concurrency: number | ConcurrencyMap;
+  /**
+   * The workers' name, which BullMQ writes on every job they start
+   * (`processedBy`): the process's liveness identity (src/worker/liveness-store.ts),
+   * so that a run of a worker proven dead can be taken over (`JobQueue.running`).
+   * Asked once, when the workers start (after `ready`).
+   */
+  name?: () => string | undefined;
   /** Called after every attempt (metrics). */
   onOutcome?: (queue: QueueName, name: string, outcome: JobOutcome) => void;
 }
@@ -47,6 +54,7 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
   const lockDuration = opts.lockDurationMs ?? DEFAULT_LOCK_MS;
   let closed = false;
   const startAll = () => {
+    const name = opts.name?.();
     for (const queue of QUEUE_NAMES) {
       const names = (Object.keys(JOBS) as JobName[]).filter((n) => JOBS[n].queue === queue && handlers[n]);
       if (names.length === 0) continue;
@@ -81,7 +89,7 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
         }
       };
       const worker = new Worker(queue, processor, {
-        connection: connectionOf(opts.url), prefix: opts.prefix, concurrency: concurrencyOf(opts.concurrency, queue), autorun: true,
+        connection: connectionOf(opts.url), prefix: opts.prefix, concurrency: concurrencyOf(opts.concurrency, queue), autorun: true, name,
         lockDuration, stalledInterval: lockDuration, maxStalledCount: MAX_STALLED_COUNT,
       });
       // jobs that finish together (one shared final-report statement) hand their moveToFinished to Redis in one write

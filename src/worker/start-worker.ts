@@ -4,7 +4,9 @@ import { startWorkers, type WorkerPool } from '../queue/job-queue.js';
 import type { Services } from '../runtime/services.js';
 import { workPort } from '../runtime/work-port.js';
 import { jobHandlers } from './handlers.js';
+import { holdLiveness, type LivenessWitness } from './liveness-store.js';
 import { reconcile } from './reconciler.js';
+import { takeoverPass } from './takeover.js';
 
 /** The worker side of one process, started by the runtime for roles `all` and `worker`. */
 export interface WorkerSide {
@@ -30,11 +32,30 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   const workersStopped = new AbortController();
   // aborted when stopping begins: long runs (a printer's dispatch) finish the step in progress and take nothing new
   const workersStopping = new AbortController();
+  // The process's liveness identity (PostgreSQL only), held before any job starts: the workers carry it as
+  // their name, so that another process can prove this one dead and take its printers over at once.
+  // Without it (the lock could not be taken) the workers run unnamed, and a crash waits for BullMQ's lock.
+  let witness: LivenessWitness | undefined;
+  const witnessed = holdLiveness(s.db, log).then((w) => void (witness = w), (err: unknown) => {
+    log.error({ err }, 'cannot hold the liveness lock: this worker\'s jobs cannot be taken over sooner after a crash');
+  });
   const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal, workersStopping.signal), {
     url: config.redis.url, prefix: config.redis.prefix, log: log.child({ component: 'worker' }),
-    concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs, ready: s.queue.bound(),
+    concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
+    ready: Promise.all([s.queue.bound(), witnessed]).then(() => undefined), name: () => witness?.identity,
     onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
   });
+  // Every few seconds: runs of long-lived jobs left by a worker proven dead are queued again (takeover.ts).
+  let takingOver: Promise<unknown> | undefined;
+  let takeover: (() => Promise<number>) | undefined;
+  const takeoverTimer = setInterval(() => {
+    if (!witness || takingOver) return;
+    takeover ??= takeoverPass(s, witness.identity);
+    takingOver = takeover()
+      .catch((err: unknown) => log.warn({ err }, 'takeover pass failed; next pass soon'))
+      .finally(() => (takingOver = undefined));
+  }, config.queues.takeoverIntervalMs);
+  takeoverTimer.unref();
   log.debug('workers started; reconciling');
   // One pass at a time: a slow pass (Redis stalling) must not pile up behind the timer.
   // A failed pass (the database or Redis away) is tried again soon, 2 s doubling up to the interval,
@@ -74,6 +95,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   return {
     async stop() {
       workersStopping.abort();
+      clearInterval(takeoverTimer);
       await s.registry.stop();
       clearInterval(timer);
       clearTimeout(retry);
@@ -82,6 +104,10 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
       if (passing) await Promise.race([passing, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await workers.close(config.server.shutdownTimeoutMs / 2);
       workersStopped.abort();
+      await takingOver;
+      // alive until its jobs are drained: released after the workers stopped, never before
+      await witnessed;
+      await witness?.release();
     },
   };
 }

@@ -56,7 +56,34 @@ export interface Database extends Sql {
    * lost. Resolves once listening; the returned function stops it.
    */
   listen(channel: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
+  /**
+   * Holds a session-level advisory lock (`lockClass`, `hashtext(key)`) on a
+   * connection of its own for as long as the process lives: freed at once
+   * when the process dies, kept while it is slow or stopped (a worker's
+   * liveness witness, `src/worker/liveness-store.ts`). Undefined when another
+   * session holds the key. A lost connection is replaced and the lock taken
+   * again (`events`). PostgreSQL only: PGlite is one process.
+   */
+  holdLock?(lockClass: number, key: string, events?: HeldLockEvents): Promise<HeldLock | undefined>;
   close(): Promise<void>;
+}
+
+/** A session-level advisory lock held on a connection of its own (`Database.holdLock`). */
+export interface HeldLock {
+  /** Whether the lock is held now (false while the connection is lost and being replaced). */
+  held(): boolean;
+  /** Releases the lock and closes its connection. */
+  release(): Promise<void>;
+}
+
+/** What the holder hears about its lock after it was first taken. */
+export interface HeldLockEvents {
+  /** The connection was lost: the lock is free for anyone until `onHeld`. */
+  onLost?(err: unknown): void;
+  /** Taken again on a new connection after a loss. */
+  onHeld?(): void;
+  /** A new connection could not take it again (another session holds the key); tried again with backoff. */
+  onRefused?(): void;
 }
 
 /** A PostgreSQL error surfaced by either driver (SQLSTATE in `code`). */

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
 import { pgListen } from './pg-listener.js';
+import { pgHoldLock } from './pg-session-lock.js';
 
 // bigint counts and sizes fit comfortably in a double here; keep them numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -143,7 +144,17 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
       listeners.add(once);
       return once;
     },
-    // a listener's own connection would otherwise outlive the pool (and keep the process alive)
+    async holdLock(lockClass, key, events) {
+      const lock = await pgHoldLock(opts.url, lockClass, key, events);
+      if (!lock) return undefined;
+      const once = async () => {
+        listeners.delete(once);
+        await lock.release();
+      };
+      listeners.add(once);
+      return { held: () => lock.held(), release: once };
+    },
+    // a listener's or a held lock's own connection would otherwise outlive the pool (and keep the process alive)
     async close() {
       await Promise.all([...listeners].map((stop) => stop()));
       await pool.end();
