@@ -19,11 +19,12 @@ export interface CrashFleet {
   close(): Promise<void>;
 }
 
-export async function startCrashFleet(): Promise<CrashFleet> {
+/** `config.queues` and `config.printDispatch` replace the fleet's (the takeover tests keep BullMQ's default lock). */
+export async function startCrashFleet(config: { queues?: Record<string, unknown>; printDispatch?: Record<string, unknown> } = {}): Promise<CrashFleet> {
   const pe = await processEnv({
     // short BullMQ locks: a killed worker's printer runs are taken over within seconds
-    queues: { lockDurationMs: 2000, reconcileIntervalMs: 1000, concurrency: { default: 2, print: 32 } },
-    printDispatch: { retryBaseMs: 200, retryMaxMs: 1000, connectTimeoutMs: 5000, idleTimeoutMs: 10_000 },
+    queues: config.queues ?? { lockDurationMs: 2000, reconcileIntervalMs: 1000, concurrency: { default: 2, print: 32 } },
+    printDispatch: config.printDispatch ?? { retryBaseMs: 200, retryMaxMs: 1000, connectTimeoutMs: 5000, idleTimeoutMs: 10_000 },
   });
   const server = await startProcess('api', pe.env);
   await waitReady(server.url!);
