@@ -2,6 +2,7 @@ import type { Logger } from '../logging/logger.js';
 import type { EventStream } from '../queue/event-stream.js';
 import type { Database } from '../storage/driver/database.js';
 import { currentSchema } from '../outbox/outbox-store.js';
+import { WakeLoop } from '../outbox/wake-loop.js';
 import { encodeEvent, rowIdOf } from './event.js';
 import { EVENTS_CHANNEL, assignSeqs, maxSeq, oldestRetainedSeq, takePublisherTurn, unpublished } from './event-store.js';
 
@@ -42,8 +43,17 @@ export interface PublisherOptions {
  */
 export class EventPublisher {
   private readonly opts: Required<PublisherOptions>;
-  private running: Promise<void> | undefined;
-  private again = false;
+  /** Publisher rounds, one at a time. */
+  private readonly rounds = new WakeLoop(
+    () => this.drain()
+      .then(() => {
+        if (this.warned) this.log.info('event publisher: Redis takes events again');
+        this.failures = 0;
+        this.warned = false;
+      })
+      .catch((err: unknown) => this.backOff(err)),
+    () => this.started && !this.stopped && !this.retry,
+  );
   private stopped = false;
   private started = false;
   private failures = 0;
@@ -71,30 +81,12 @@ export class EventPublisher {
   }
 
   wake(): void {
-    if (!this.started || this.stopped || this.retry) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drain()
-      .then(() => {
-        if (this.warned) this.log.info('event publisher: Redis takes events again');
-        this.failures = 0;
-        this.warned = false;
-      })
-      .catch((err: unknown) => this.backOff(err))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.rounds.wake();
   }
 
   /** Resolves once no round runs (tests). */
   async idle(): Promise<void> {
-    while (this.running) await this.running;
+    while (this.rounds.current) await this.rounds.current;
   }
 
   async stop(): Promise<void> {

@@ -3,6 +3,7 @@ import type { EnqueueRequest, JobQueue } from '../queue/job-queue.js';
 import { InvalidJobError, JOBS, parseJob, type JobName } from '../queue/jobs.js';
 import type { Database } from '../storage/driver/database.js';
 import { claimOutbox, currentSchema, deleteOutbox, releaseOutbox, type OutboxRow } from './outbox-store.js';
+import { WakeLoop } from './wake-loop.js';
 import type { LocalRelay } from './outbox.js';
 
 /** The channel migration 003's trigger notifies (payload: the schema). */
@@ -46,10 +47,13 @@ const DEFAULTS: Required<RelayOptions> = { batch: 100, sweepMs: 5000, leaseSec: 
  */
 export class OutboxRelay implements LocalRelay {
   private readonly opts: Required<RelayOptions>;
-  private running: Promise<void> | undefined;
+  /** Relay rounds, one at a time. */
+  private readonly rounds = new WakeLoop(
+    () => this.drain().catch((err: unknown) => this.log.warn({ err }, 'outbox relay round failed; the sweep retries')),
+    () => this.started && !this.stopped && !this.retry,
+  );
   private taken: OutboxRow[] = [];
   private flushing: Promise<void> | undefined;
-  private again = false;
   private started = false;
   private stopped = false;
   private failures = 0;
@@ -111,27 +115,14 @@ export class OutboxRelay implements LocalRelay {
 
   /** Starts a round now, or right after the one running; while backing off, the retry timer decides. */
   wake(): void {
-    if (!this.started || this.stopped || this.retry) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.drain()
-      .catch((err: unknown) => this.log.warn({ err }, 'outbox relay round failed; the sweep retries'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.rounds.wake();
   }
 
   /** Resolves once no round is running and every enqueued row is deleted (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.running || this.flushing || this.deleting || this.done.length > 0) {
+    while (this.rounds.current || this.flushing || this.deleting || this.done.length > 0) {
       if (this.done.length > 0) this.deleteDone();
-      await Promise.all([this.running, this.flushing, this.deleting]);
+      await Promise.all([this.rounds.current, this.flushing, this.deleting]);
     }
   }
 
