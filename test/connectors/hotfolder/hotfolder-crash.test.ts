@@ -61,9 +61,10 @@ async function writeSlowly(dir: string, n: number, parallel: number, prefix: str
  * process showed then (the last log lines), so a failure in a loaded CI run
  * can be read from its output alone.
  */
-async function explained<T>(wait: Promise<T>, dir: string, procs: Record<string, TestProcess>): Promise<T> {
+async function explained<T>(wait: Promise<T>, dir: string, procs: Record<string, TestProcess>, writer?: Promise<unknown>): Promise<T> {
   try {
-    return await wait;
+    // a writer that fails (the folder missing) fails the wait at once, not after its timeout
+    return await (writer ? Promise.race([wait, writer.then(() => wait)]) : wait);
   } catch (err) {
     const count = async (d: string) => (await readdir(d).catch(() => [])).length;
     const lines = [`folder: ${await count(dir)} entries, done/ ${await count(path.join(dir, 'done'))}, error/ ${await count(path.join(dir, 'error'))}`];
@@ -137,7 +138,7 @@ describe('hot folder: exactly once under kill -9', () => {
       let leftUnfinished = 0;
       for (let k = 0; k < 3; k++) {
         await explained(eventually(async () => ((await readdir(path.join(dir, 'done'))).length >= 150 * (k + 1) ? true : undefined), 120_000, 50),
-          dir, { api, worker });
+          dir, { api, worker }, writing);
         await killProcess(worker);
         leftUnfinished += await unfinishedClaims(env);
         worker = await startProcess('worker', env.env);
@@ -176,11 +177,13 @@ describe('hot folder: exactly once under kill -9', () => {
       const holder = workers.find((w) => w.child.pid === pid)!;
       const other = workers.find((w) => w !== holder)!;
       expect(holder).toBeDefined();
+      // the lease is taken before the intake starts and makes the folder: files are dropped once it has
+      await waitLog(holder, /intake started/);
       const dir = path.join(env.dataDir, 'in');
       writing = writeSlowly(dir, 500, 16, 't');
       // in the middle: some files taken, most still to come
       await explained(eventually(async () => ((await readdir(path.join(dir, 'done'))).length >= 100 ? true : undefined), 120_000, 100),
-        dir, { api, holder, other });
+        dir, { api, holder, other }, writing);
       await killProcess(holder);
       const expected = await writing;
       await explained(allDone(dir, expected, 180_000), dir, { api, other });
