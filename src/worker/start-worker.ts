@@ -46,13 +46,21 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
     onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
   });
   // Every few seconds: runs of long-lived jobs left by a worker proven dead are queued again (takeover.ts).
+  // A pass that fails (Redis or the database away) is logged once per outage, not every period.
   let takingOver: Promise<unknown> | undefined;
   let takeover: (() => Promise<number>) | undefined;
+  let takeoverFailing = false;
   const takeoverTimer = setInterval(() => {
     if (!witness || takingOver) return;
     takeover ??= takeoverPass(s, witness.identity);
     takingOver = takeover()
-      .catch((err: unknown) => log.warn({ err }, 'takeover pass failed; next pass soon'))
+      .then(() => {
+        if (takeoverFailing) log.info('takeover passes again');
+        takeoverFailing = false;
+      }, (err: unknown) => {
+        if (!takeoverFailing) log.warn({ err }, 'takeover pass failed; trying every period, logged again once it passes');
+        takeoverFailing = true;
+      })
       .finally(() => (takingOver = undefined));
   }, config.queues.takeoverIntervalMs);
   takeoverTimer.unref();
