@@ -140,7 +140,7 @@ export const configSchema = z.strictObject({
     reconcileIntervalMs: z.coerce.number().int().min(1000).default(60_000),
     /**
      * How often a worker process looks for long-lived jobs (printers' dispatch) left active by a
-     * worker proven dead (its PostgreSQL liveness lock free at two looks in a row) and queues them again.
+     * worker proven dead (its PostgreSQL liveness lock free at every look for 5 s, or two periods) and queues them again.
      */
     takeoverIntervalMs: z.coerce.number().int().min(250).max(60_000).default(2000),
     /** Input items of a task run per `task.items` job (run one after another in it). */

@@ -1,7 +1,18 @@
+import { performance } from 'node:perf_hooks';
 import type { Services } from '../runtime/services.js';
 import { JOBS, isPerResource, type JobName } from '../queue/jobs.js';
 import type { RunningJob } from '../queue/job-queue.js';
+import { HELD_LOCK_RETAKE_MAX_MS } from '../storage/driver/database.js';
 import { WORKER_IDENTITY_PREFIX, deadWorkers } from './liveness-store.js';
+
+/**
+ * How long a worker's liveness lock must read free, at every pass, before
+ * the worker counts as dead: five times the longest pause of a live holder
+ * that lost its connection before it tries again (a database restart ends
+ * every session; the holders take their locks back within about a second
+ * of the return), and at least two periods.
+ */
+export const confirmDeadMs = (intervalMs: number) => Math.max(2 * intervalMs, 5 * HELD_LOCK_RETAKE_MAX_MS);
 
 /** The long-lived per-resource jobs (a printer's dispatch): a crashed worker's stop them all until taken over. */
 const PER_RESOURCE = (Object.keys(JOBS) as JobName[]).filter(isPerResource);
@@ -16,9 +27,10 @@ const PER_RESOURCE = (Object.keys(JOBS) as JobName[]).filter(isPerResource);
  *
  * Proof of death, never a guess from time: the run's worker (BullMQ's
  * `processedBy`, the process's liveness identity) holds no liveness lock in
- * PostgreSQL (`deadWorkers`) at two passes in a row, a period apart, so that
- * a database restart, after which live workers take their locks again,
- * displaces nobody whose witness came back. A slow or stopped (SIGSTOP)
+ * PostgreSQL (`deadWorkers`) at every pass for `confirmMs` (at least two
+ * passes), so that a database restart, after which live workers take their
+ * locks back within about a second, displaces nobody whose witness came
+ * back. A slow or stopped (SIGSTOP)
  * process keeps its lock and is never displaced. Only named runs of this
  * runtime's workers are judged (`WORKER_IDENTITY_PREFIX`), never this
  * process's own.
@@ -32,15 +44,16 @@ const PER_RESOURCE = (Object.keys(JOBS) as JobName[]).filter(isPerResource);
  * it every `queues.takeoverIntervalMs`. Passes of several processes may
  * overlap: a run is moved once (the token check).
  */
-export function takeoverPass(s: Services, me: string): () => Promise<number> {
-  // identities found dead at the previous pass
-  let suspects = new Set<string>();
+export function takeoverPass(s: Services, me: string, confirmMs = confirmDeadMs(s.config.queues.takeoverIntervalMs)): () => Promise<number> {
+  // identities found dead at every pass since (monotonic ms): a pass that finds one alive forgets it
+  let suspects = new Map<string, number>();
   return async () => {
     const runs = (await s.queue.running(PER_RESOURCE))
       .filter((r): r is RunningJob & { worker: string } => r.worker !== undefined && r.worker !== me && r.worker.startsWith(WORKER_IDENTITY_PREFIX));
-    const dead = new Set(await deadWorkers(s.db, [...new Set(runs.map((r) => r.worker))]));
-    const proven = [...dead].filter((w) => suspects.has(w));
-    suspects = dead;
+    const dead = await deadWorkers(s.db, [...new Set(runs.map((r) => r.worker))]);
+    const now = performance.now();
+    const proven = dead.filter((w) => suspects.has(w) && now - suspects.get(w)! >= confirmMs);
+    suspects = new Map(dead.map((w) => [w, suspects.get(w) ?? now]));
     let moved = 0;
     for (const run of runs) {
       if (!proven.includes(run.worker)) continue;

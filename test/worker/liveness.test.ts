@@ -103,7 +103,7 @@ describe('takeover pass', () => {
     for (const w of workers) await w.close(true);
   });
 
-  it('queues again a run whose worker holds no liveness lock (at the second pass), never one whose worker does', async () => {
+  it('queues again a run whose worker has held no liveness lock for the confirmation time, never one whose worker does', async () => {
     const s = rt.services;
     const live = (await holdLiveness(s.db, log))!;
     try {
@@ -117,8 +117,10 @@ describe('takeover pass', () => {
         ['print.dispatch.p-live', live.identity, true],
         ['print.dispatch.p-unnamed', 'another-kind', true],
       ]);
-      const pass = takeoverPass(s, `${WORKER_IDENTITY_PREFIX}me`);
+      const pass = takeoverPass(s, `${WORKER_IDENTITY_PREFIX}me`, 3000);
       expect(await pass()).toBe(0); // found dead once: suspected, not yet proven
+      expect(await pass()).toBe(0); // dead again, but not yet for the confirmation time
+      await new Promise((r) => setTimeout(r, 3100));
       expect(await pass()).toBe(1);
       const states = async () => Object.fromEntries(await Promise.all(['p-live', 'p-dead', 'p-unnamed'].map(async (p) =>
         [p, (await s.queue.inspect('print.dispatch', { printer: p })).state])));

@@ -68,6 +68,15 @@ export interface Database extends Sql {
   close(): Promise<void>;
 }
 
+/**
+ * Longest pause of a held lock whose connection was lost before it tries to
+ * take the lock again (`Database.holdLock`): short, so that a live holder
+ * has it back within about a second of the database's return, well inside
+ * the time a watcher must see it free before it calls the holder dead
+ * (src/worker/takeover.ts).
+ */
+export const HELD_LOCK_RETAKE_MAX_MS = 1000;
+
 /** A session-level advisory lock held on a connection of its own (`Database.holdLock`). */
 export interface HeldLock {
   /** Whether the lock is held now (false while the connection is lost and being replaced). */

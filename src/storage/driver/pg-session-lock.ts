@@ -1,7 +1,5 @@
 import pg from 'pg';
-import type { HeldLock, HeldLockEvents } from './database.js';
-
-const MAX_DELAY_MS = 5000;
+import { HELD_LOCK_RETAKE_MAX_MS, type HeldLock, type HeldLockEvents } from './database.js';
 
 /**
  * Takes `pg_try_advisory_lock(lockClass, hashtext(key))` on a connection of
@@ -53,7 +51,7 @@ export async function pgHoldLock(url: string, lockClass: number, key: string, ev
     timer.unref();
   };
   const fail = () => {
-    delay = Math.min(delay * 2, MAX_DELAY_MS);
+    delay = Math.min(delay * 2, HELD_LOCK_RETAKE_MAX_MS);
     if (!closed) retake();
   };
 
