@@ -70,11 +70,24 @@ export const allJobs = async (db: pg.Client) =>
 /** The jobs a dead worker left handed off (in `processing` with the mark): the next run of their printer finds them uncertain. */
 export const handedOff = async (db: pg.Client) => (await allJobs(db)).filter((j) => j.status === 'processing' && j.handoff_at !== null);
 
-/** Waits until all `count` jobs are `processed` or `error`. */
-export const allFinal = (db: pg.Client, count: number, timeoutMs = 240_000) => eventually(async () => {
-  const rows = await allJobs(db);
-  return rows.length === count && rows.every((r) => r.status === 'processed' || r.status === 'error') ? rows : undefined;
-}, timeoutMs, 250);
+/**
+ * Waits until all `count` jobs are `processed` or `error`; when they do not
+ * get there in time, the error says how many were in which state, per
+ * printer for those not final (so a failure in a loaded run can be read).
+ */
+export const allFinal = async (db: pg.Client, count: number, timeoutMs = 240_000) => {
+  let last: JobRow[] = [];
+  try {
+    return await eventually(async () => {
+      const rows = (last = await allJobs(db));
+      return rows.length === count && rows.every((r) => r.status === 'processed' || r.status === 'error') ? rows : undefined;
+    }, timeoutMs, 250);
+  } catch (err) {
+    const tally = (rows: JobRow[], key: (r: JobRow) => string) => JSON.stringify(rows.reduce<Record<string, number>>((m, r) => ((m[key(r)] = (m[key(r)] ?? 0) + 1), m), {}));
+    const open = last.filter((r) => r.status !== 'processed' && r.status !== 'error');
+    throw new Error(`${(err as Error).message}: ${last.length} of ${count} jobs, by state ${tally(last, (r) => r.status)}; not final, by printer and state ${tally(open, (r) => `${r.printer}:${r.status}`)}`, { cause: err });
+  }
+};
 
 /** Copies received per tag, and how many of them were whole (equal to `expected(tag)`). */
 export function countReceipts(documents: Iterable<Buffer>, expected: (n: number) => Buffer = (n) => payload(n)): Map<string, { copies: number; whole: number }> {
