@@ -1,7 +1,8 @@
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { expect } from 'vitest';
 import { TestClient } from '../../../helpers/client.js';
-import { TEST_DATABASE_URL } from '../../../helpers/env.js';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../../../helpers/env.js';
 import { processEnv, startProcess, waitLog, waitReady, type ProcessEnv, type TestProcess } from '../../../helpers/process.js';
 import { eventually } from '../../../helpers/runtime.js';
 
@@ -62,6 +63,30 @@ export async function submitAll(api: TestClient, count: number, printerOf: (n: n
     }
   }));
   return idOf;
+}
+
+/**
+ * Where a printer's dispatch job is in BullMQ (`print.dispatch.<printer>` in
+ * the queue `print`), its lock and its last stack lines: for the failure
+ * message of a crash test whose printer stopped.
+ */
+export async function dispatchJobState(prefix: string, printer: string): Promise<string> {
+  const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    const id = `print.dispatch.${encodeURIComponent(printer)}`;
+    const key = (k: string) => `${prefix}:print:${k}`;
+    const [active, wait, delayed, completed, failed, lock, hash] = await Promise.all([
+      redis.lpos(key('active'), id), redis.lpos(key('wait'), id), redis.zscore(key('delayed'), id),
+      redis.zscore(key('completed'), id), redis.zscore(key('failed'), id), redis.get(`${key(id)}:lock`), redis.hgetall(key(id)),
+    ]);
+    const where = { active: active !== null, wait: wait !== null, delayed, completed, failed, locked: lock !== null };
+    return `${id}: ${JSON.stringify(where)}; job ${JSON.stringify({ pb: hash.pb, ats: hash.ats, atm: hash.atm, stc: hash.stc, failedReason: hash.failedReason, finishedOn: hash.finishedOn, processedOn: hash.processedOn })}`;
+  } catch (err) {
+    return `dispatch job of ${printer}: not read (${(err as Error).message})`;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 export type JobRow = { id: string; printer: string; status: string; message: string | null; handoff_at: Date | null };

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { IppEvePrinter } from '../../../helpers/ippeveprinter.js';
 import { eventually } from '../../../helpers/runtime.js';
 import { TcpSink } from '../../../helpers/tcp-sink.js';
-import { allFinal, countReceipts, expectAtMostOnce, handedOff, repeatJob, startCrashFleet, submitAll, tagOf, type CrashFleet } from './crash-fleet.js';
+import { allFinal, dispatchJobState, countReceipts, expectAtMostOnce, handedOff, repeatJob, startCrashFleet, submitAll, tagOf, type CrashFleet } from './crash-fleet.js';
 
 /**
  * At most once under crashes, at scale (issue 22): an `api` process and a
@@ -82,7 +82,13 @@ it('kill -9 of the worker three times while 2,000 jobs go to 20 socket printers 
     inFlightAtKill.push((await handedOff(db)).map((j) => j.id));
     worker = await fleet.startWorker();
   }
-  const final = await allFinal(db, JOBS);
+  const final = await allFinal(db, JOBS).catch(async (err: Error) => {
+    // what stopped: each printer's dispatch job in BullMQ and the worker's last lines about the printers not done
+    const stuck = [...new Set((err.message.match(/"([^":]+):[a-z]+":/g) ?? []).map((m) => m.slice(1, m.indexOf(':'))))];
+    const jobs = await Promise.all(stuck.map((p) => dispatchJobState(fleet.pe.prefix, p)));
+    const lines = worker.logs.filter((l) => stuck.some((p) => l.includes(`"${p}"`))).slice(-30);
+    throw new Error([err.message, ...jobs, `worker pid ${worker.child.pid} (exit ${worker.child.exitCode ?? 'running'}), last lines about them:`, ...lines].join('\n'), { cause: err });
+  });
   const finished = performance.now();
 
   await expectAtMostOnce(fleet, final, await receipts(), idOf, inFlightAtKill);
