@@ -77,7 +77,7 @@ export class SessionService {
     };
   }
 
-  /** Open event streams of this process (for tests and metrics). */
+  /** Open event streams of this process (tests). */
   get openStreams(): number {
     let n = 0;
     for (const s of this.streams.values()) n += s.n;
