@@ -28,10 +28,12 @@ describe('prefix binding', () => {
     const prefix = uniqueName('pb');
     prefixes.push(prefix);
     const a = createJobQueue({ url: TEST_REDIS_URL, prefix, log, deployment: 'deployment-a' });
+    // each queue binds as soon as it is created: b and the second a are
+    // created once a holds the prefix, or b could win the SET NX
+    await a.bound();
     const b = createJobQueue({ url: TEST_REDIS_URL, prefix, log, deployment: 'deployment-b' });
     const again = createJobQueue({ url: TEST_REDIS_URL, prefix, log, deployment: 'deployment-a' });
     try {
-      await a.bound();
       await a.enqueue('command.run', { cid: CID, sid: 'store' });
       const refused = await b.bound().then(() => undefined, (err: unknown) => err);
       expect(refused).toBeInstanceOf(PrefixTakenError);
