@@ -42,6 +42,12 @@ export interface JobQueue {
    */
   recreate<N extends JobName>(name: N, data: JobData<N>): Promise<boolean>;
   /**
+   * Moves the delayed job derived from this payload to waiting at once
+   * (BullMQ `promote`, which also wakes a worker); false when it is no longer
+   * delayed (a worker promoted it meanwhile: nothing changed).
+   */
+  promote<N extends JobName>(name: N, data: JobData<N>): Promise<boolean>;
+  /**
    * The active jobs of these names, each with the worker that runs it
    * (BullMQ's `processedBy`: the worker name, `WorkerOptions.name`) and its
    * lock token, read together in one MULTI (the takeover, src/worker/takeover.ts).
@@ -204,7 +210,14 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       return jobStatus(job, async () => {
         await connectedWithin(pinger, 5000); // the reconciler's first pass may come before this connection is up
         return (await pinger.exists(`${q.toKey(jobId)}:lock`)) === 1;
-      }, statusOpts);
+      }, {
+        ...statusOpts,
+        // a delayed job's score is its due time (ms) times 0x1000, plus a counter (BullMQ getDelayedScore)
+        dueAt: async () => {
+          const score = await pinger.zscore(q.toKey('delayed'), jobId);
+          return score === null ? undefined : Math.floor(Number(score) / 0x1000);
+        },
+      });
     },
     async recreate(name, data) {
       const payload = parseJob(name, data);
@@ -214,6 +227,20 @@ export function createJobQueue(opts: QueueOptions): JobQueue {
       if ((await queueFor(JOBS[name].queue).remove(jobId)) === 0 && (await queueFor(JOBS[name].queue).getJob(jobId))) return false;
       await add(name, payload, jobId);
       return true;
+    },
+    async promote(name, data) {
+      const payload = parseJob(name, data);
+      await binding;
+      const job = await queueFor(JOBS[name].queue).getJob(jobIdFor(name, payload));
+      if (!job) return false;
+      try {
+        await job.promote();
+        return true;
+      } catch (err) {
+        // BullMQ refuses a job that is not delayed (any more): someone else moved it
+        if (await job.isDelayed()) throw err;
+        return false;
+      }
     },
     async running(names) {
       await binding;

@@ -6,6 +6,10 @@ import type { Job } from 'bullmq';
  *
  * - `missing`: no job with that id (Redis wiped, or completed and removed);
  * - `queued`: waiting, delayed or prioritized; `running`: active and locked;
+ * - `overdue`: delayed, and its time passed longer ago than any worker takes
+ *   to promote it (`overdueAfterMs`): a worker that missed its wake-up (a
+ *   class of BullMQ defects: "delayed jobs stuck", taskforcesh/bullmq#2466)
+ *   would leave it there for good;
  * - `stalled`: active without a lock for longer than the lock duration (its
  *   worker died and no stall check has moved it back yet);
  * - `failed`: finished as failed, with `why`: `exhausted` (attempts used up),
@@ -20,11 +24,23 @@ import type { Job } from 'bullmq';
  */
 export type JobStatus =
   | { state: 'missing' | 'queued' | 'running' }
+  | { state: 'overdue'; dueAt: number }
   | { state: 'completed' | 'stalled'; reason: string; instance: string }
   | { state: 'failed'; why: 'exhausted' | 'stalled' | 'permanent'; reason: string; instance: string };
 
-/** Classifies a job from its state, counters and lock (no message text is matched). */
-export async function jobStatus(job: Job | undefined, locked: () => Promise<boolean>, opts: { lockDurationMs: number }): Promise<JobStatus> {
+/**
+ * How long past its time a delayed job may wait for a worker to promote it:
+ * workers promote due jobs on every fetch and wake for the next one (at most
+ * BullMQ's 5 s drain delay when idle), so twice a lock duration, and never
+ * under 10 s, is overdue for certain.
+ */
+export const overdueAfterMs = (lockDurationMs: number) => Math.max(10_000, 2 * lockDurationMs);
+
+/**
+ * Classifies a job from its state, counters and lock (no message text is
+ * matched); `dueAt` reads when a delayed job is due (epoch ms).
+ */
+export async function jobStatus(job: Job | undefined, locked: () => Promise<boolean>, opts: { lockDurationMs: number; dueAt?: () => Promise<number | undefined> }): Promise<JobStatus> {
   if (!job) return { state: 'missing' };
   const state = await job.getState();
   const instance = `${job.timestamp}:${job.processedOn ?? 0}`;
@@ -50,6 +66,10 @@ export async function jobStatus(job: Job | undefined, locked: () => Promise<bool
       if (job.stalledCounter > 0) return { state: 'failed', why: 'stalled', reason, instance };
       if (job.attemptsMade >= (job.opts.attempts ?? 1)) return { state: 'failed', why: 'exhausted', reason, instance };
       return { state: 'failed', why: 'permanent', reason, instance };
+    }
+    case 'delayed': {
+      const dueAt = await opts.dueAt?.();
+      return dueAt !== undefined && Date.now() - dueAt > overdueAfterMs(opts.lockDurationMs) ? { state: 'overdue', dueAt } : { state: 'queued' };
     }
     default:
       return { state: 'queued' };

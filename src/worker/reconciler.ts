@@ -5,7 +5,7 @@ import { countRecreation, forgetRecreations } from './recreation-store.js';
 
 const BATCH = 1000;
 
-type Action = 'enqueued' | 'recreated' | 'abandoned' | 'failed';
+type Action = 'enqueued' | 'promoted' | 'recreated' | 'abandoned' | 'failed';
 
 /** What one pass did, per area and action (`failed`: repairs that threw); only non-zero counts appear. */
 export type ReconcileCounts = Record<string, Partial<Record<Action, number>>>;
@@ -17,6 +17,8 @@ export type ReconcileCounts = Record<string, Partial<Record<Action, number>>>;
  *
  * - missing (Redis wiped, or the job ended while the row stayed pending): enqueue;
  * - queued, or running under a live lock: nothing;
+ * - delayed and long overdue (no worker promoted it: a missed wake-up):
+ *   promote it (to waiting, with a wake-up for the workers);
  * - failed past its attempts, failed by BullMQ after too many stalls, completed
  *   while the row is pending, or active without a lock (its worker died):
  *   remove and enqueue afresh, counted per job in `job_recreations`; past
@@ -87,6 +89,10 @@ async function repair(s: Services, area: Area, job: PendingJob): Promise<Action 
     case 'queued':
     case 'running':
       return undefined;
+    case 'overdue':
+      if (!(await s.queue.promote(job.name, job.data as never))) return undefined;
+      s.log.warn({ area: area.name, job: job.name, data: job.data, dueAt: new Date(status.dueAt).toISOString() }, 'reconcile: a delayed job was long overdue; promoted');
+      return 'promoted';
     case 'failed':
       if (status.why === 'permanent') return abandon(status.reason);
       break;

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { Queue, UnrecoverableError, Worker, type Processor } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AREAS } from '../../src/areas/index.js';
@@ -133,6 +134,32 @@ describe('reconciler repairs', () => {
     expect(await queue('commands').getJobState(`command.${cid}.run`)).toBe('waiting');
     const { rows } = await rt.services.db.query('SELECT 1 FROM job_recreations WHERE job_id = $1', [`command.${cid}.run`]);
     expect(rows).toHaveLength(0);
+  });
+
+  it('a delayed job long overdue (a worker missed its wake-up) is promoted to waiting; one not yet overdue is left delayed', async () => {
+    const q = queue('commands');
+    const [late, soon] = [await launchDelete(), await launchDelete()];
+    const [lateId, soonId] = [`command.${late}.run`, `command.${soon}.run`];
+    for (const [cid, id] of [[late, lateId], [soon, soonId]] as const) {
+      await q.remove(id);
+      await q.add('command.run', { cid, sid: 'store' }, { jobId: id, delay: 60_000 });
+    }
+    // what a missed wake-up leaves: due a minute ago and still delayed (no worker runs here to promote it);
+    // the other was due 3 s ago, within what a worker may take to promote it
+    const redis = new Redis(TEST_REDIS_URL);
+    await redis.zadd(q.toKey('delayed'), (Date.now() - 60_000) * 0x1000, lateId);
+    await redis.zadd(q.toKey('delayed'), (Date.now() - 3000) * 0x1000, soonId);
+    redis.disconnect();
+    expect(await q.getJobState(lateId)).toBe('delayed');
+    expect(await rt.services.queue.inspect('command.run', { cid: late, sid: 'store' })).toEqual({ state: 'overdue', dueAt: expect.any(Number) });
+    expect(await rt.services.queue.inspect('command.run', { cid: soon, sid: 'store' })).toEqual({ state: 'queued' });
+    const counts = await reconcile(rt.services, AREAS);
+    expect(counts.commands?.promoted).toBe(1);
+    expect(await q.getJobState(lateId)).toBe('waiting');
+    expect(await q.getJobState(soonId)).toBe('delayed');
+    // nothing is counted as a re-creation, and a second pass has nothing to do for it
+    expect((await rt.services.db.query('SELECT 1 FROM job_recreations WHERE job_id = $1', [lateId])).rowCount).toBe(0);
+    expect((await reconcile(rt.services, AREAS)).commands?.promoted).toBeUndefined();
   });
 
   it('a preview whose job failed for good, or whose row cannot make a valid job, gets a preview error instead of "not ready" forever', async () => {

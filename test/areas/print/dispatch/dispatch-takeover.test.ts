@@ -70,10 +70,23 @@ it('kill -9 of the worker running every printer: the other worker prints on each
   await a.exited;
   const inFlightAtKill = (await handedOff(fleet!.db)).map((j) => j.id);
   expect(inFlightAtKill.length).toBeLessThanOrEqual(PRINTERS);
-  // every printer gets a new job from B well before A's BullMQ locks (30 s) would have lapsed
-  await eventually(async () => (sinks.every((s, i) => s.connections.slice(before[i]).some((c) => c.bytes > 0)) ? true : undefined), 20_000, 50);
+  // A is dead: every job processed from now on was delivered by B. (The sinks' connection counts cannot
+  // tell: a connection A opened just before the kill may be seen by this process only after it.)
+  const processedBy = async () => {
+    const rows = await allJobs(fleet!.db);
+    return Array.from({ length: PRINTERS }, (_, i) => rows.filter((j) => j.printer === `tk-${i}` && j.status === 'processed').length);
+  };
+  const atKill = await processedBy();
+  // every printer prints a job through B well before A's BullMQ locks (30 s) would have lapsed
+  let now = atKill;
+  await eventually(async () => ((now = await processedBy()).every((n, i) => n > atKill[i]!) ? true : undefined), 20_000, 100).catch((err: Error) => {
+    throw new Error(`${err.message}: processed per printer at the kill ${JSON.stringify(atKill)}, now ${JSON.stringify(now)}; B's takeover lines: ${JSON.stringify(tookOver(b))}`);
+  });
   const resumed = performance.now();
-  expect(tookOver(b).length).toBe(PRINTERS);
+  expect(sinks.every((s, i) => s.connections.slice(before[i]).some((c) => c.bytes > 0))).toBe(true);
+  // B logged each takeover before it printed (its output may reach this process a moment later)
+  await eventually(async () => (tookOver(b).length >= PRINTERS ? true : undefined), 5000, 50).catch(() => undefined);
+  expect(tookOver(b).length, `B's lines about takeovers and stalls: ${JSON.stringify(b.logs.filter((l) => /took over|dead|stall|liveness/.test(l)).slice(-20))}`).toBe(PRINTERS);
 
   const final = await allFinal(fleet!.db, JOBS);
   await expectAtMostOnce(fleet!, final, receipts(), idOf, [inFlightAtKill]);
