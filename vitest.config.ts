@@ -8,5 +8,8 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 3,
+    // one process per worker for all its files: each file no longer loads Node, the dependencies and src/ afresh
+    // (tests isolate themselves by prefix, schema and directory; none mocks modules or changes globals)
+    isolate: false,
   },
 });
