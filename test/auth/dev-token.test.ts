@@ -5,7 +5,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DevIssuer } from '../../src/auth/dev-issuer.js';
 import { tempDir } from '../helpers/fs.js';
-import { killAll, processEnv, startProcess, waitLog, waitReady, type ProcessEnv, type TestProcess } from '../helpers/process.js';
+import { entrypoint, killAll, processEnv, startProcess, waitLog, waitReady, type ProcessEnv, type TestProcess } from '../helpers/process.js';
 
 /**
  * Tokens that just work (issue 24, item 1): `npm run token` run with none of
@@ -15,15 +15,13 @@ import { killAll, processEnv, startProcess, waitLog, waitReady, type ProcessEnv,
  * finds no server; the server's 401 for a development token minted for
  * another server names the likely cause.
  */
-const TSX = path.resolve('node_modules/tsx/dist/loader.mjs');
-const CLI = path.resolve('src/entrypoints/cli.ts');
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
 /** The token command as an operator runs it in a shell of their own: only PATH and the session's XDG_RUNTIME_DIR. */
 function token(args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<Run> {
   return new Promise((resolve) => {
-    const cli = spawn(process.execPath, ['--import', TSX, CLI, 'mint-token', ...args], {
+    const cli = spawn(process.execPath, [entrypoint('cli'), 'mint-token', ...args], {
       cwd: opts.cwd, env: { PATH: process.env.PATH, ...opts.env },
     });
     let stdout = '';

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { readEnv } from '../../src/config/env.js';
 import { tempDir } from '../helpers/fs.js';
+import { entrypoint } from '../helpers/process.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -65,7 +66,7 @@ describe('configuration', () => {
     ] as const) {
       const file = path.join(dir, 'bad-service.yaml');
       await writeFile(file, yaml);
-      const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/entrypoints/all.ts'], {
+      const res = spawnSync(process.execPath, [entrypoint('all')], {
         env: { PATH: process.env.PATH, CONFIG: file, DATA_DIR: path.join(dir, 'data'), PORT: '0' }, encoding: 'utf8', timeout: 60_000,
       });
       expect(res.status, res.stderr).toBe(78);
@@ -74,7 +75,7 @@ describe('configuration', () => {
   }, 120_000);
 
   it('the entrypoint exits with the message, before touching anything', () => {
-    const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/entrypoints/all.ts'], {
+    const res = spawnSync(process.execPath, [entrypoint('all')], {
       env: { PATH: process.env.PATH, PORT: 'nope', DATA_DIR: dir }, encoding: 'utf8', timeout: 30_000,
     });
     expect(res.status).toBe(78);

@@ -33,7 +33,7 @@ let built = false;
  * it takes under tsx, which the crash tests' many starts add up. Built once
  * when `src/` is newer (`scripts/test` builds before any test file runs).
  */
-function entrypoint(name: string): string {
+export function entrypoint(name: string): string {
   if (!built) ensureBuilt();
   built = true;
   return path.join(ROOT, 'dist/src/entrypoints', `${name}.js`);
