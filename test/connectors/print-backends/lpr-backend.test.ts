@@ -103,7 +103,8 @@ describe('lpr print backend', () => {
     expect((err as Error).message).toMatch(/ETIMEDOUT/);
     // Node's own socket timeout re-arms once while a write is pending and fired at ~2 idleMs
     expect(took).toBeGreaterThanOrEqual(idleMs * 0.9);
-    expect(took).toBeLessThan(idleMs * 1.5);
+    // (the bound sits between the two: a loaded machine's event loop adds a second to the right answer, seen in CI at 1.56 idleMs)
+    expect(took).toBeLessThan(idleMs * 1.75);
   });
 
   it('lpr: without a size the document is counted first, then sent whole', async () => {

@@ -89,15 +89,17 @@ describe('socket print backend', () => {
     // the device takes nothing: the kernel's buffers fill, then a write of the job's one large chunk stalls
     const url = await hostile((s) => s.pause());
     const idleMs = 2000;
+    const body = Buffer.alloc(32 * 1024 * 1024, 1);
     const started = performance.now();
     const err = await printBackendFor(url, { ...ctx, timeouts: { connectMs: 500, idleMs } })
-      .send(ticket, Readable.from([Buffer.alloc(32 * 1024 * 1024, 1)]), never).catch((e: unknown) => e);
+      .send(ticket, Readable.from([body]), never).catch((e: unknown) => e);
     const took = performance.now() - started;
     expect(err).toMatchObject({ kind: 'uncertain' });
     expect((err as Error).message).toMatch(/ETIMEDOUT/);
     // Node's own socket timeout re-arms once when a write is pending and fired at ~2 idleMs
     expect(took).toBeGreaterThanOrEqual(idleMs * 0.9);
-    expect(took).toBeLessThan(idleMs * 1.5);
+    // (the bound sits between the two: a loaded machine's event loop adds a second to the right answer, seen in CI at 1.56 idleMs)
+    expect(took).toBeLessThan(idleMs * 1.75);
   });
 
   it('the device\'s back-channel data is read and dropped; the job still completes', async () => {
