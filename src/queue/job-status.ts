@@ -34,7 +34,7 @@ export type JobStatus =
  * BullMQ's 5 s drain delay when idle), so twice a lock duration, and never
  * under 10 s, is overdue for certain.
  */
-export const overdueAfterMs = (lockDurationMs: number) => Math.max(10_000, 2 * lockDurationMs);
+const overdueAfterMs = (lockDurationMs: number) => Math.max(10_000, 2 * lockDurationMs);
 
 /**
  * Classifies a job from its state, counters and lock (no message text is
