@@ -20,6 +20,7 @@ export async function makePreview(
   deps: { db: Sql; blobs: BlobStore; sizes: PreviewSizes },
   backend: RepositoryBackend,
   entry: EntryRow,
+  signal?: AbortSignal,
 ): Promise<'made' | 'unsupported' | 'stale'> {
   const version = entry.content_version;
   if (entry.type !== 'document' || !version) return 'stale';
@@ -31,7 +32,9 @@ export async function makePreview(
   const file = await backend.contentPath(entry);
   if (!file) return 'stale';
   try {
-    const out = await renderPreview(file, mime, deps.sizes);
+    const out = await renderPreview(file, mime, deps.sizes, signal);
+    // stopped meanwhile (the worker is shutting down): nothing is written; the job runs again
+    signal?.throwIfAborted();
     const preview = await deps.blobs.put(Readable.from([out.preview]));
     const thumb = await deps.blobs.put(Readable.from([out.thumb]));
     const ok = await setPreview(deps.db, entry.sid, entry.uuid, version, { preview: preview.sha256, thumb: thumb.sha256, error: null });

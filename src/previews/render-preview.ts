@@ -92,10 +92,11 @@ export function canRenderPreview(mimeType: string): boolean {
  *   above `maxInputPixels`.
  * @throws {Error} for corrupt, encrypted or unreadable files and on timeout.
  */
-export async function renderPreview(filePath: string, mimeType: string, opts: RenderOptions = {}): Promise<RenderedPreview> {
+export async function renderPreview(filePath: string, mimeType: string, opts: RenderOptions = {}, signal?: AbortSignal): Promise<RenderedPreview> {
   const o = resolveOptions(opts);
   const type = normaliseType(mimeType);
-  if (type === PDF_TYPE) return renderPdf(filePath, o);
+  signal?.throwIfAborted();
+  if (type === PDF_TYPE) return renderPdf(filePath, o, signal);
   if (IMAGE_TYPES.has(type)) return renderImage(filePath, type, o);
   throw new UnsupportedPreviewError(`No preview renderer for type "${mimeType}"`);
 }
@@ -146,12 +147,12 @@ function makeThumb(preview: Buffer, size: number): Promise<Buffer> {
     .toBuffer();
 }
 
-async function renderPdf(filePath: string, o: Required<RenderOptions>): Promise<RenderedPreview> {
+async function renderPdf(filePath: string, o: Required<RenderOptions>, signal?: AbortSignal): Promise<RenderedPreview> {
   // Checked here too so oversized files never cost a thread start; the thread re-checks.
   const { size } = await stat(filePath);
   if (size > o.maxPdfBytes) throw new UnsupportedPreviewError(`PDF is ${size} bytes, above the ${o.maxPdfBytes} byte limit`);
   const req: PdfRenderRequest = { filePath, size: o.previewSize, maxBytes: o.maxPdfBytes, maxImagePixels: o.maxInputPixels };
-  const { rgba, width, height } = await runPdfThread(req, o.timeoutMs);
+  const { rgba, width, height } = await runPdfThread(req, o.timeoutMs, signal);
   // The page was painted onto opaque white, so the alpha channel carries nothing. Encoding here
   // runs on sharp's libuv pool, not on the event loop.
   const preview = await sharp(rgba, { raw: { width, height, channels: 4 } }).removeAlpha().png().toBuffer();
@@ -160,21 +161,29 @@ async function renderPdf(filePath: string, o: Required<RenderOptions>): Promise<
 
 type PdfRenderSuccess = Extract<PdfRenderResponse, { ok: true }>;
 
-function runPdfThread(req: PdfRenderRequest, timeoutMs: number): Promise<PdfRenderSuccess> {
+/** Renders in a thread of its own, terminated on timeout or when `signal` aborts (the worker is stopping). */
+function runPdfThread(req: PdfRenderRequest, timeoutMs: number, signal?: AbortSignal): Promise<PdfRenderSuccess> {
   const entry = pdfThreadEntry();
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new Error(`PDF preview rendering stopped: ${String(signal.reason)}`));
+      return;
+    }
     const worker = new Worker(entry.script, { workerData: req, eval: entry.eval === true });
     let settled = false;
     const finish = (err: Error | undefined, value?: PdfRenderSuccess): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       // terminate() also interrupts JavaScript (or WASM) that is still running (the timeout case).
       void worker.terminate();
       if (err) reject(err);
       else resolve(value as PdfRenderSuccess);
     };
     const timer = setTimeout(() => finish(new Error(`PDF preview rendering timed out after ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => finish(new Error(`PDF preview rendering stopped: ${String(signal?.reason)}`));
+    signal?.addEventListener('abort', onAbort, { once: true });
     worker.once('message', (msg: PdfRenderResponse) => {
       if (msg.ok) finish(undefined, msg);
       else if (msg.unsupported) finish(new UnsupportedPreviewError(msg.message));

@@ -53,6 +53,8 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
   const workers: Worker[] = [];
   const lockDuration = opts.lockDurationMs ?? DEFAULT_LOCK_MS;
   let closed = false;
+  // the handlers running in this process: a close returns only once they have ended (or a bound passed)
+  const running = new Set<Promise<unknown>>();
   const startAll = () => {
     const name = opts.name?.();
     for (const queue of QUEUE_NAMES) {
@@ -72,12 +74,18 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
         }
         const attempts = job.opts.attempts ?? 1;
         try {
-          await handler(data, {
+          const run = handler(data, {
             attempt: job.attemptsMade + 1,
             finalAttempt: job.attemptsMade + 1 >= attempts,
             signal: signal ?? new AbortController().signal,
             progress: (value: number | Record<string, unknown>) => job.updateProgress(value),
           });
+          running.add(run);
+          try {
+            await run;
+          } finally {
+            running.delete(run);
+          }
         } catch (err) {
           if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);
           if (err instanceof RunAgainError && token) {
@@ -128,6 +136,9 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
         w.cancelAllJobs('shutdown');
         await within(w.close(true), 1000); // no-op when the graceful close finished
       }));
+      // a forced close does not wait for the handlers it cancelled: they are waited for here (bounded,
+      // as a handler may ignore its signal), so that nothing of a job writes after the pool closed
+      if (running.size > 0) await within(Promise.allSettled([...running]), 5000);
     },
   };
 }

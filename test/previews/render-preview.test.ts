@@ -153,6 +153,16 @@ describe('renderPreview: PDF', () => {
     const path = await writeFixture('doc.pdf', await twoPagePdf());
     await expect(renderPreview(path, 'application/pdf', { timeoutMs: 1 })).rejects.toThrow(/timed out after 1 ms/);
   });
+
+  it('stops when its signal aborts (the worker shutting down): the thread is terminated, nothing is returned', async () => {
+    const path = await writeFixture('doc.pdf', await twoPagePdf());
+    const stop = new AbortController();
+    const render = renderPreview(path, 'application/pdf', {}, stop.signal);
+    stop.abort('shutdown');
+    await expect(render).rejects.toThrow(/rendering stopped: shutdown/);
+    // aborted before it starts: no thread at all
+    await expect(renderPreview(path, 'application/pdf', {}, stop.signal)).rejects.toThrow();
+  });
 });
 
 describe('renderPreview: images', () => {

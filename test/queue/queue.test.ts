@@ -61,4 +61,29 @@ describe('job queue (real Redis, own prefix)', () => {
       await q.close();
     }
   });
+
+  it('close returns only once the handlers it cancelled have ended: nothing of a job runs after the pool closed', async () => {
+    const q = createJobQueue(opts);
+    let started = false;
+    let ended: number | undefined;
+    const workers = startWorkers({
+      // a handler that takes a while to wind down after its signal (a render thread terminating, a file being closed)
+      'preview.render': async (_d, job) => {
+        started = true;
+        await new Promise<void>((resolve) => job.signal.addEventListener('abort', () => setTimeout(resolve, 1500), { once: true }));
+        ended = Date.now();
+      },
+    }, { ...opts, concurrency: 1 });
+    try {
+      await q.enqueue('preview.render', { sid: 's', uuid: CID, version: 'slow-to-stop' });
+      await eventually(async () => (started ? true : undefined));
+    } finally {
+      await workers.close(200);
+      const closed = Date.now();
+      await q.close();
+      // before the fix, close returned after the forced close (about 1.2 s) with the handler still running
+      expect(ended, 'the handler ended before close returned').toBeDefined();
+      expect(ended!).toBeLessThanOrEqual(closed);
+    }
+  });
 });

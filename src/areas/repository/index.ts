@@ -13,9 +13,10 @@ export const repositoryArea: Area = {
       if (!entry || entry.content_version !== version) return; // content changed or entry gone: a newer job exists
       const { backend } = s.repository.backend(sid);
       try {
-        await makePreview({ db: s.db, blobs: s.blobs, sizes: s.config.previews }, backend, entry);
+        await makePreview({ db: s.db, blobs: s.blobs, sizes: s.config.previews }, backend, entry, job.signal);
       } catch (err) {
-        if (!job.finalAttempt) throw err; // retried with backoff
+        // retried with backoff; stopped (the worker is shutting down) is never a failure of the file
+        if (!job.finalAttempt || job.signal.aborted) throw err;
         // out of attempts (corrupt or encrypted file, timeouts): say so instead of "not ready" forever
         await setPreview(s.db, sid, uuid, version, { preview: null, thumb: null, error: (err as Error).message.slice(0, 500) });
         s.log.warn({ err, sid, uuid }, 'preview failed for good');

@@ -192,6 +192,14 @@ describe('print task connector', { timeout: 90_000 }, () => {
     const { tid, items } = await printTask(admin, 'lost report', [{ href: await stored('lost'), metadata: { printer: 'print-task lost report' } }]);
     await act(admin, tid, 'start');
     await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    // every report of the job's changes so far has run: one still on its way (the job changed
+    // three times, and any of its reports reads the present state) would undo the loss made below
+    const [job] = await jobsOf(admin, tid);
+    await eventually(async () => {
+      const { rows } = await rt.services.db.query<{ n: string }>('SELECT count(*) AS n FROM outbox WHERE job_id LIKE $1', [`print.task-report.${job!.id}.%`]);
+      const tasks = (await rt.services.queue.depths()).tasks;
+      return Number(rows[0]!.n) === 0 && ['waiting', 'active', 'delayed', 'prioritized'].every((k) => !tasks[k]) ? true : undefined;
+    });
     // the item as it was before the report of `processing` (that job gone with Redis, say)
     await rt.services.db.query("UPDATE task_items SET state = 'waitprocessing' WHERE tid = $1", [tid]);
     expect(entryOf((await getTask(admin, tid)).cstats, items[0]!)!.state).toBe('waitprocessing');
