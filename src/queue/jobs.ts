@@ -30,6 +30,14 @@ export const JOBS = {
     schema: z.strictObject({ sid, tid: uuid, run: z.int().min(1), chunk: z.int().min(0) }),
     id: (d: { tid: string; run: number; chunk: number }) => `task.${d.tid}.${d.run}.${d.chunk}`,
   },
+  // a connector's action hook (print jobs held, released, canceled with their task), owed since the action
+  // numbered `n` committed (tasks.hook_due, migration 028): applies the hook of the task's present status
+  'task.hook': {
+    queue: 'tasks',
+    attempts: 5,
+    schema: z.strictObject({ sid, tid: uuid, n: z.int().min(1) }),
+    id: (d: { tid: string; n: number }) => `task.hook.${d.tid}.${d.n}`,
+  },
   'print.dispatch': {
     queue: 'print',
     // the handler (the dispatch engine) keeps its own retry state in print_jobs

@@ -3,11 +3,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { printPort } from '../../../src/runtime/print-port.js';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../../helpers/env.js';
-import { killAll, startProcess, waitLog } from '../../helpers/process.js';
-import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
+import { DevIssuer } from '../../../src/auth/dev-issuer.js';
+import { killAll, startProcess, waitLog, waitReady } from '../../helpers/process.js';
+import { dropQueues, eventually, startTestRuntime, type TestRuntime } from '../../helpers/runtime.js';
 import { TcpSink } from '../../helpers/tcp-sink.js';
 import type { TestClient } from '../../helpers/client.js';
-import { act, printTask, storeDocument, taskWhen } from './helpers.js';
+import { act, getTask, itemWhen, jobsOf, printTask, storeDocument, taskWhen } from './helpers.js';
 
 /**
  * One print job per task item and run, across a worker killed with SIGKILL
@@ -97,4 +98,98 @@ it('kill -9 of the worker while it submits: one job per item, each document prin
   expect(new Set(rows.map((r) => r.item))).toEqual(new Set(items));
   const got = sink.received().map(String).filter((b) => b.startsWith('%PDF-1.4 document '));
   expect(got.sort()).toEqual(docs.map((_, i) => `%PDF-1.4 document ${i}`).sort());
+  // the tests below run the workers they need themselves
+  await taker.close(false);
+  taker = undefined;
+}, 180_000);
+
+it('kill -9 right after an abort committed: the hook still cancels the task\'s waiting jobs (it was queued with the abort)', async () => {
+  const held = await TcpSink.start({ mode: 'hold' });
+  let worker: Awaited<ReturnType<typeof startProcess>> | undefined;
+  let hookTaker: TestRuntime | undefined;
+  try {
+    expect((await admin.post('/v3/printers/', { name: 'abort printer', connection: held.connection })).status).toBe(200);
+    const docs: string[] = [];
+    for (let i = 0; i < 6; i++) docs.push(await storeDocument(admin, `abort-${i}.pdf`, `%PDF-1.4 abort ${i}`));
+    const { tid, items } = await printTask(admin, 'aborted', docs.map((href) => ({ href, metadata: { printer: 'abort printer' } })));
+    const config = path.join(api.dataDir, 'abort-all.yaml');
+    await writeFile(config, JSON.stringify({
+      database: { url: TEST_DATABASE_URL, schema: api.schema },
+      redis: { url: TEST_REDIS_URL, prefix: api.prefix },
+      queues: QUEUES,
+      services: { print: { options: { printers: [] } } },
+    }));
+    // one process answers the abort and runs the workers: the one killed
+    worker = await startProcess('all', { DATA_DIR: api.dataDir, CONFIG: config });
+    await waitLog(worker, /workers running/, 60_000);
+    await waitReady(worker.url!);
+    const token = await (await DevIssuer.open(api.dataDir, `${worker.url}/dev-issuer`)).mint({ user: 'admin', roles: ['admin'] });
+    await act(admin, tid, 'start');
+    // the first document is being delivered (the printer holds it), the other five wait behind it
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing', 60_000);
+    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing', 60_000);
+    // the printer holds its queue across the restart: what could cancel the waiting jobs is the hook alone
+    expect((await admin.put('/v3/printers/abort%20printer/pause')).status).toBe(200);
+    const abort = fetch(`${worker.url}/v1/services/print/tasks/${tid}/action`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ action: 'abort' }),
+    }).then((r) => r.status, () => 'cut');
+    // killed the moment the abort has committed, whatever the process was doing next
+    await eventually(async () => ((await api.services.db.query<{ status: string }>('SELECT status FROM tasks WHERE tid = $1', [tid])).rows[0]!.status === 'aborted' ? true : undefined), 30_000, 1);
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    console.log(`print-task-crash: the abort request ${await abort}`);
+    const atKill = (await jobsOf(admin, tid)).filter((j) => j.status === 'canceled').length;
+    console.log(`print-task-crash: ${atKill} of 5 waiting jobs canceled when the process was killed`);
+    hookTaker = await startTestRuntime({ shareWith: api, parts: { api: false, workers: true }, overrides: { queues: QUEUES } });
+    for (const item of items.slice(1)) {
+      await itemWhen(admin, tid, item, (e) => e.state === 'canceled' && e.message === 'canceled: the task was aborted', 60_000);
+    }
+    const jobs = await jobsOf(admin, tid);
+    expect(jobs.filter((j) => j.task.item !== items[0]).map((j) => j.status)).toEqual(Array(5).fill('canceled'));
+    expect((await getTask(admin, tid)).status).toBe('aborted');
+    // the debt is paid: nothing owed any more
+    expect((await api.services.db.query<{ hook_due: string | null }>('SELECT hook_due FROM tasks WHERE tid = $1', [tid])).rows[0]!.hook_due).toBeNull();
+    // released, the printer prints none of them (only the document cut by the kill ever reached it)
+    expect((await admin.put('/v3/printers/abort%20printer/resume')).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(held.received().map(String).filter((b) => b !== '' && b !== '%PDF-1.4 abort 0')).toEqual([]);
+  } finally {
+    worker?.child.kill('SIGKILL');
+    await hookTaker?.close(false);
+    await held.close();
+  }
+}, 180_000);
+
+it('a hook whose job Redis lost: the reconcile pass queues it again from the task row, and the jobs follow the task', async () => {
+  expect((await admin.post('/v3/printers/', { name: 'lost hook printer', connection: sink.connection })).status).toBe(200);
+  // the printer holds its queue: the task's jobs wait, and only the hook can change them
+  expect((await admin.put('/v3/printers/lost%20hook%20printer/pause')).status).toBe(200);
+  const docs: string[] = [];
+  for (let i = 0; i < 3; i++) docs.push(await storeDocument(admin, `lost-hook-${i}.pdf`, `%PDF-1.4 lost hook ${i}`));
+  const { tid, items } = await printTask(admin, 'lost hook', docs.map((href) => ({ href, metadata: { printer: 'lost hook printer' } })));
+  let workers = await startTestRuntime({ shareWith: api, parts: { api: false, workers: true }, overrides: { queues: QUEUES } });
+  try {
+    await act(admin, tid, 'start');
+    for (const item of items) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing', 60_000);
+    await workers.close(false);
+    // paused with no worker running: its hook's job reaches Redis (the API relays) and is lost with it
+    await act(admin, tid, 'pause');
+    const owed = Number((await api.services.db.query<{ hook_due: string }>('SELECT hook_due FROM tasks WHERE tid = $1', [tid])).rows[0]!.hook_due);
+    expect(owed).toBeGreaterThan(0);
+    await eventually(async () => (Number((await api.services.db.query<{ n: string }>(
+      "SELECT count(*) AS n FROM outbox WHERE job_id = $1", [`task.hook.${tid}.${owed}`])).rows[0]!.n) === 0 ? true : undefined));
+    await dropQueues(api.prefix);
+    expect((await jobsOf(admin, tid)).map((j) => j.status)).toEqual(['waitprocessing', 'waitprocessing', 'waitprocessing']);
+    // a worker's first reconcile pass finds the debt in the task row
+    workers = await startTestRuntime({ shareWith: api, parts: { api: false, workers: true }, overrides: { queues: QUEUES } });
+    await eventually(async () => ((await jobsOf(admin, tid)).every((j) => j.status === 'paused') ? true : undefined), 30_000);
+    await eventually(async () => ((await api.services.db.query<{ hook_due: string | null }>('SELECT hook_due FROM tasks WHERE tid = $1', [tid])).rows[0]!.hook_due === null ? true : undefined));
+    // resumed: the resume's hook releases them, the printer prints the three
+    expect((await admin.put('/v3/printers/lost%20hook%20printer/resume')).status).toBe(200);
+    await act(admin, tid, 'resume');
+    await taskWhen(admin, tid, 'completed', 60_000);
+    expect(sink.received().map(String).filter((b) => b.startsWith('%PDF-1.4 lost hook ')).sort()).toEqual(docs.map((_, i) => `%PDF-1.4 lost hook ${i}`));
+  } finally {
+    await workers.close(false);
+  }
 }, 180_000);

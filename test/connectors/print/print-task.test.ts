@@ -187,6 +187,28 @@ describe('print task connector', { timeout: 90_000 }, () => {
     expect(p.received().map(String)).toEqual([pdf('p1'), pdf('p2'), pdf('p3')]);
   });
 
+  it('pause, resume, pause, resume, pause in quick succession: the hooks (run in any order) leave the jobs as the last action says', async () => {
+    const p = await heldPrinter('print-task toggles');
+    const docs = await Promise.all(['t1', 't2', 't3', 't4'].map(stored));
+    const { tid, items } = await printTask(admin, 'toggled', docs.map((href) => ({ href, metadata: { printer: 'print-task toggles' } })));
+    await act(admin, tid, 'start');
+    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing');
+    for (const action of ['pause', 'resume', 'pause', 'resume', 'pause']) await act(admin, tid, action);
+    const waiting = async () => (await jobsOf(admin, tid)).filter((j) => j.task.item !== items[0]);
+    await eventually(async () => ((await waiting()).every((j) => j.status === 'paused') ? true : undefined));
+    await eventually(async () => ((await rt.services.db.query<{ hook_due: string | null }>('SELECT hook_due FROM tasks WHERE tid = $1', [tid])).rows[0]!.hook_due === null ? true : undefined));
+    expect((await waiting()).map((j) => j.status)).toEqual(['paused', 'paused', 'paused']);
+    // the one on its way finishes; the held ones do not move
+    await ackOne(p);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await waiting()).map((j) => j.status)).toEqual(['paused', 'paused', 'paused']);
+    await act(admin, tid, 'resume');
+    for (let i = 0; i < 3; i++) await ackOne(p);
+    await taskWhen(admin, tid, 'completed');
+    expect(p.received().map(String).sort()).toEqual(['t1', 't2', 't3', 't4'].map(pdf).sort());
+  });
+
   it('a state report lost with Redis: the reconciler reports the job\'s state to its item again', async () => {
     const p = await heldPrinter('print-task lost report');
     const { tid, items } = await printTask(admin, 'lost report', [{ href: await stored('lost'), metadata: { printer: 'print-task lost report' } }]);

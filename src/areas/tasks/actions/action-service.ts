@@ -1,19 +1,20 @@
 import type { Owned, Policy } from '../../../auth/policy.js';
 import type { Principal } from '../../../auth/principal.js';
-import { TASK_ACTIONS, type TaskAction, type TaskJobs, type TasksFacet } from '../../../connectors/facets/tasks.js';
+import { TASK_ACTIONS, type TaskAction, type TaskJobs } from '../../../connectors/facets/tasks.js';
 import { stateStore } from '../../../connectors/lifecycle/state-store.js';
-import { outboxPort, type ConnectorPorts } from '../../../connectors/ports.js';
+import { outboxPort } from '../../../connectors/ports.js';
 import type { ConnectorRegistry } from '../../../connectors/registry.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
-import type { Database } from '../../../storage/driver/database.js';
+import type { JobData } from '../../../queue/jobs.js';
+import type { Database, Tx } from '../../../storage/driver/database.js';
 import { MicroBatcher } from '../../../storage/micro-batcher.js';
 import { reportedItems } from '../store/item-queries.js';
 import * as store from '../store/task-store.js';
 import { reportOf } from './present.js';
 import { settle } from './settle.js';
-import { TASK_TRANSITIONS } from './task-states.js';
+import { TASK_TRANSITIONS, type TaskStatus } from './task-states.js';
 
 export interface ActionDeps {
   db: Database;
@@ -53,6 +54,9 @@ export class ActionService {
         const rows = await d.outbox.addEachWith<'task.items', store.StartedRun>(tx, store.startRunStatement(requests, d.itemsPerJob), 'task.items',
           requests.map(({ sid, tid }) => ({ sid, tid, run: 1, chunk: 0 })));
         const byN = new Map(rows.map((r) => [r.n, r]));
+        // resumes of tasks whose connector has a resume hook: owed in this transaction (see `runHook`)
+        const hooked = requests.filter((r, i) => r.hook && byN.has(i + 1)).map((r) => r.tid);
+        if (hooked.length > 0) await this.oweHooks(tx, await store.markHooksDue(tx, hooked));
         return requests.map((_, i) => byN.get(i + 1));
       }),
       key: (r) => r.tid,
@@ -73,23 +77,28 @@ export class ActionService {
       // with the transition (rights in its WHERE), the run's item rows and its jobs; only when nothing
       // moved does a second read say why (404, 403 or 409)
       const owned = this.d.policy.ownedBy(p, 'tasks', ['read', 'act']);
-      const moved = owned === false ? undefined : await this.starts.run({ sid, tid, from, to, ownedBy: owned });
+      const moved = owned === false ? undefined : await this.starts.run({ sid, tid, from, to, ownedBy: owned, hook: action === 'resume' && !!facet.resume });
       if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(this.d.db, tid, { cstats: false }));
       ran = moved.chunks.length;
     } else {
       await this.d.db.transaction(async (tx) => {
         // the transition itself takes the row lock; rights are checked on the row it returns
         // (a refusal rolls it back)
-        const moved = await store.transition(tx, sid, tid, from, to);
+        const moved = await store.transition(tx, sid, tid, from, to, !!facet[action as 'pause' | 'abort']);
         if (!moved) return this.refusal(p, sid, tid, action, await store.getTask(tx, tid, { cstats: false }));
         this.check(p, sid, tid, moved);
         await store.closeOpenItems(tx, tid, action === 'pause' ? 'paused' : 'aborted', action === 'pause' ? 'task paused' : 'task aborted');
         await store.notifyInterrupt(tx, tid, moved.run, action === 'pause' ? 'pause' : 'abort');
+        if (moved.hook_due !== null && facet[action as 'pause' | 'abort']) await this.oweHooks(tx, [{ sid, tid, n: moved.hook_due }]);
       });
     }
     // nothing left to run (every item done, or an empty input list): the status follows at once
     if (ran === 0) await settle(this.d.db, tid);
-    if (action !== 'start') await this.hook(facet, action, sid, tid);
+  }
+
+  /** The `task.hook` jobs of hooks numbered in `tx` (the outbox: queued if and only if the action commits). */
+  private async oweHooks(tx: Tx, due: readonly store.DueHook[]): Promise<void> {
+    if (due.length > 0) await this.d.outbox.addMany(tx, due.map((d) => ({ name: 'task.hook' as const, data: d })));
   }
 
   /** 404 for a task the caller may not see (another user's is reported absent, never shown), 403 without the act right. */
@@ -108,20 +117,39 @@ export class ActionService {
   }
 
   /**
-   * The connector's hook for work it handed off (print jobs). The action has
-   * committed: a failing hook is logged, not answered as a failed action.
+   * The `task.hook` job: the connector's hook for work it handed off (print
+   * jobs held, released, canceled), owed since the action numbered `n`
+   * committed. It applies the hook of the task's present status, not of the
+   * action that queued it, and clears the debt only if neither the status
+   * nor the number moved meanwhile; else it looks again. So hooks of quick
+   * successive actions (pause, resume) may run at once in any order: the
+   * last to finish has applied the present status to every job. A job whose
+   * number is no longer owed does nothing (a newer one is queued, or ran).
+   * A hook that throws fails the job, which is retried; the debt stays in
+   * the task row for the reconciler.
    */
-  private async hook(facet: TasksFacet, action: Exclude<TaskAction, 'start'>, sid: string, tid: string): Promise<void> {
-    const fn = facet[action];
-    if (!fn) return;
-    const log = this.d.log.child({ sid, tid, action });
-    try {
-      const rows = await reportedItems(this.d.db, tid);
-      const task: TaskJobs = { sid, tid, jobs: new Map(rows.map((r) => [r.job_id!, reportOf(r)])) };
-      const ports: ConnectorPorts = { log, outbox: outboxPort(this.d.outbox, this.d.db), state: stateStore(this.d.db, sid) };
-      await fn.call(facet, task, ports);
-    } catch (err) {
-      log.warn({ err }, 'the connector\'s action hook failed');
+  async runHook({ sid, tid, n }: JobData<'task.hook'>): Promise<void> {
+    // a service no longer configured has nothing to bring in line: its debt is cleared below
+    const facet = this.d.registry.list().find((svc) => svc.sid === sid)?.connector.tasks;
+    for (let round = 0; round < HOOK_ROUNDS; round++) {
+      const now = await store.hookState(this.d.db, tid);
+      if (!now || (round === 0 && now.due !== n)) return;
+      const action = HOOK_OF_STATUS[now.status];
+      const fn = action && facet?.[action];
+      if (fn) {
+        const rows = await reportedItems(this.d.db, tid);
+        const task: TaskJobs = { sid, tid, jobs: new Map(rows.map((r) => [r.job_id!, reportOf(r)])) };
+        const log = this.d.log.child({ sid, tid, hook: action });
+        await fn.call(facet, task, { log, outbox: outboxPort(this.d.outbox, this.d.db), state: stateStore(this.d.db, sid) });
+      }
+      if (await store.clearHook(this.d.db, tid, now.due, now.status)) return;
     }
+    throw new Error(`task ${tid} kept changing while its connector's hook ran (${HOOK_ROUNDS} rounds); retried`);
   }
 }
+
+/** How often one `task.hook` job looks again when the task moved while its hook ran. */
+const HOOK_ROUNDS = 10;
+
+/** The hook that brings handed-off work in line with each status (the others have none). */
+const HOOK_OF_STATUS: Partial<Record<TaskStatus, 'pause' | 'resume' | 'abort'>> = { paused: 'pause', processing: 'resume', aborted: 'abort' };

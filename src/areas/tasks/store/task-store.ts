@@ -142,14 +142,54 @@ export async function deleteTask(sql: Sql, tid: string): Promise<void> {
  * Pause and abort: moves the task to `to` when its status is one of `from`
  * (the state table's cell), under the row lock the UPDATE takes. Undefined
  * when the task is absent, in another service or in a status the action is
- * not allowed from.
+ * not allowed from. `hook`: the service's connector has a hook for the
+ * action; it is numbered (`hook_due`) in the same statement.
  */
-export async function transition(sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus): Promise<RunOwners | undefined> {
-  const { rows } = await sql.query<RunOwners>(
-    `UPDATE tasks SET status = $4, modified = now()
-     WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[]) RETURNING run, creator, owner`,
-    [tid, sid, [...from], to]);
-  return rows[0];
+export async function transition(sql: Sql, sid: string, tid: string, from: readonly TaskStatus[], to: TaskStatus, hook = false): Promise<(RunOwners & { hook_due: number | null }) | undefined> {
+  const { rows } = await sql.query<RunOwners & { hook_due: string | null }>(
+    `UPDATE tasks SET status = $4, modified = now(), hook_due = CASE WHEN $5 THEN nextval('task_hook_seq') ELSE hook_due END
+     WHERE tid = $1 AND sid = $2 AND status = ANY($3::text[]) RETURNING run, creator, owner, hook_due`,
+    [tid, sid, [...from], to, hook]);
+  return rows[0] && { ...rows[0], hook_due: rows[0].hook_due === null ? null : Number(rows[0].hook_due) };
+}
+
+// ---------------------------------------------------------------- action hooks (migration 028)
+
+/** A task whose connector's action hook is owed (`hook_due`: the newest action's number). */
+export interface DueHook {
+  sid: string;
+  tid: string;
+  n: number;
+}
+
+/** Numbers the hooks of these tasks' action, in its transaction (resume: the start statement moved them). */
+export async function markHooksDue(tx: Sql, tids: readonly string[]): Promise<DueHook[]> {
+  const { rows } = await tx.query<{ sid: string; tid: string; n: string }>(
+    `UPDATE tasks SET hook_due = nextval('task_hook_seq') WHERE tid = ANY($1::uuid[]) RETURNING sid, tid::text AS tid, hook_due AS n`, [[...tids]]);
+  return rows.map((r) => ({ sid: r.sid, tid: r.tid, n: Number(r.n) }));
+}
+
+/** The task's status and owed hook number (undefined: the task is gone). */
+export async function hookState(sql: Sql, tid: string): Promise<{ status: TaskStatus; due: number | null } | undefined> {
+  const { rows } = await sql.query<{ status: TaskStatus; hook_due: string | null }>('SELECT status, hook_due FROM tasks WHERE tid = $1', [tid]);
+  return rows[0] && { status: rows[0].status, due: rows[0].hook_due === null ? null : Number(rows[0].hook_due) };
+}
+
+/**
+ * The hook owed as `due` ran for `status`: nothing is owed any more, unless
+ * the task moved or a newer action was numbered meanwhile (false: look again).
+ */
+export async function clearHook(sql: Sql, tid: string, due: number | null, status: TaskStatus): Promise<boolean> {
+  const { rowCount } = await sql.query(
+    'UPDATE tasks SET hook_due = NULL WHERE tid = $1 AND hook_due IS NOT DISTINCT FROM $2::bigint AND status = $3', [tid, due, status]);
+  return rowCount > 0;
+}
+
+/** Tasks with a hook owed (the reconciler's source: a `task.hook` job Redis lost). */
+export async function dueHooks(sql: Sql, limit: number): Promise<DueHook[]> {
+  const { rows } = await sql.query<{ sid: string; tid: string; n: string }>(
+    'SELECT sid, tid::text AS tid, hook_due AS n FROM tasks WHERE hook_due IS NOT NULL ORDER BY tid LIMIT $1', [limit]);
+  return rows.map((r) => ({ sid: r.sid, tid: r.tid, n: Number(r.n) }));
 }
 
 /**
@@ -175,6 +215,8 @@ export interface StartRequest {
   to: TaskStatus;
   /** The identities the task's creator or owner must be among; undefined for any task. */
   ownedBy: readonly string[] | undefined;
+  /** A resume whose connector has a resume hook: owed with the start (`markHooksDue`). */
+  hook?: boolean;
 }
 
 /** A row `startRunStatement` returns. */
