@@ -41,6 +41,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { readFile, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { durableIntakeFloor } from './durable-intake-floor.js';
 import { printSummary, summarizeProfile } from './profile.js';
@@ -62,6 +63,8 @@ const { values: args } = parseArgs({
     server: { type: 'string', default: 'compiled' },
     /** Write a V8 CPU profile of the server into this directory and print its summary. */
     'profile-dir': { type: 'string' },
+    /** Count the server's SQL statements and socket writes per file (bench/server.ts --count-sql) and print the most frequent. */
+    'count-sql': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -112,7 +115,8 @@ process.env.CONFIG = configFile;
 
 const compiled = args.server === 'compiled' ? await compileServers() : undefined;
 const nodeArgs = args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [];
-const server = await spawnServer('bench/server.ts', ['--log-level', 'warn'], nodeArgs, { compiledDir: compiled?.dir, timeoutMs: 120_000 });
+const countFile = path.join(os.tmpdir(), `wcr-bench-hotfolder-sql-${process.pid}.json`);
+const server = await spawnServer('bench/server.ts', ['--log-level', 'warn', ...(args['count-sql'] ? ['--count-sql', countFile] : [])], nodeArgs, { compiledDir: compiled?.dir, timeoutMs: 120_000 });
 const info = server.info;
 const hot = path.join(info.dataDir as string, 'hotfolder');
 const db = new pg.Client({ connectionString: DATABASE_URL });
@@ -131,6 +135,8 @@ try {
     if (i > 600) throw new Error('the hot folder did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
+  // counted from the drop on (SIGUSR2 writes what was counted and starts again)
+  if (args['count-sql']) await serverCounts();
   const rss = new RssSampler(info.pid as number).start();
   const cpu0 = machineCpu();
   const t0 = performance.now();
@@ -160,7 +166,12 @@ try {
     ['durable floor: hash, copy, fsync, row, move', fmt(durable.filesPerSecond, 0), fmt(durableSeconds, 2), '', '', ''],
   ]);
   console.log(`ratio service / cp: ${fmt(service.filesPerSecond / floor.filesPerSecond, 3)}; service / durable floor: ${fmt(service.filesPerSecond / durable.filesPerSecond, 3)}; server peak RSS ${fmt(service.rssPeakMiB)} MiB; ${fmt(cores, 2)} cores busy; failed ${service.failed}`);
-  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: taskMode, server: args.server, service, floor, durable, load: os.loadavg() };
+  const sql = args['count-sql'] ? perFile(await serverCounts()) : undefined;
+  if (sql) {
+    console.log(`per file: ${sql.statements} SQL statements, socket writes ${JSON.stringify(sql.socketWrites)}; the most frequent statements (per file, mean ms):`);
+    for (const [text, v] of Object.entries(sql.top)) console.log(`  ${String(v.perFile).padStart(6)}  ${String(v.msEach).padStart(6)}  ${text.replace(/\s+/g, ' ').slice(0, 150)}`);
+  }
+  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: taskMode, server: args.server, service, floor, durable, sql, load: os.loadavg() };
   console.log(JSON.stringify(figures));
   writeResult('hotfolder', args, {
     figures,
@@ -177,6 +188,27 @@ try {
   compiled?.cleanup();
   rmSync(work, { recursive: true, force: true });
 }
+/** With --count-sql: what the server counted since the last call. */
+async function serverCounts(): Promise<{ counts: Record<string, number>; millis: Record<string, number>; sockets: { writes: Record<string, number> } }> {
+  await rm(countFile, { force: true });
+  server.child.kill('SIGUSR2');
+  for (let i = 0; i < 200; i++) {
+    const text = await readFile(countFile, 'utf8').catch(() => undefined);
+    if (text) return JSON.parse(text);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('bench/server.ts wrote no --count-sql figures');
+}
+
+function perFile(c: Awaited<ReturnType<typeof serverCounts>>) {
+  const per = (n: number) => Math.round((n / files) * 100) / 100;
+  return {
+    statements: per(Object.values(c.counts).reduce((a, b) => a + b, 0)),
+    top: Object.fromEntries(Object.entries(c.counts).slice(0, 30).map(([k, v]) => [k, { perFile: per(v), msEach: Math.round(((c.millis[k] ?? 0) / v) * 100) / 100 }])),
+    socketWrites: Object.fromEntries(Object.entries(c.sockets.writes).map(([k, v]) => [k, per(v)])),
+  };
+}
+
 if (args['profile-dir']) {
   // the main thread's profile: the largest (worker threads write their own)
   const dir = args['profile-dir'];

@@ -23,7 +23,8 @@ export function workPort(s: Pick<Services, 'repository' | 'tasks' | 'taskLists' 
 
     async createTask(task) {
       const p = systemPrincipal(task.creator);
-      if (await exists(() => s.tasks.get(p, task.service, task.tid))) return false;
+      // created at once (the common case); a task of this tid made earlier (a retry after a crash) is
+      // refused ALREADY_EXISTS and found below
       try {
         if (task.list) {
           const format = LIST_FORMATS.find((f) => f.name === task.list!.format)!;
@@ -42,11 +43,10 @@ export function workPort(s: Pick<Services, 'repository' | 'tasks' | 'taskLists' 
 
     async startTask(service, tid, creator) {
       const p = systemPrincipal(creator);
-      const task = await s.tasks.get(p, service, tid);
-      if (task.status !== 'idle') return; // started already (a retry after a crash)
       try {
         await s.taskActions.act(p, service, tid, 'start');
       } catch (err) {
+        // started already (a retry after a crash): a task that is no longer idle is left as it is
         if (!(err instanceof AppError && err.code === 'ACTION_NOT_ALLOWED')) throw err;
       }
     },

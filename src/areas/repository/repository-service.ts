@@ -229,6 +229,7 @@ export class RepositoryService {
     const sid = doc.service;
     let entry = await store.getEntry(this.db, sid, doc.uuid);
     if (entry?.content_version && entry.sha256 === doc.sha256) return entry;
+    let created = false;
     for (let n = 1, fresh = false; !entry; n++) {
       // the target collection is looked up once per process and path; gone meanwhile: looked up again, once
       const key = `${sid}\n${doc.collection ?? ''}`;
@@ -239,6 +240,7 @@ export class RepositoryService {
         // `create` inserts nothing when the uuid exists already (another taker of the same claim got
         // there first): that entry is this document
         const made: EntryRow | undefined = await this.create(p, sid, parent, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid);
+        created = made !== undefined;
         entry = made ?? await store.getEntry(this.db, sid, doc.uuid);
       } catch (err) {
         if (err instanceof AppError && err.code === 'ENTRY_NOT_FOUND' && !fresh) {
@@ -250,7 +252,9 @@ export class RepositoryService {
         if (!(err instanceof AppError && err.code === 'NAME_EXISTS') || n > 100) throw err;
       }
     }
-    const written = await this.writeContent(p, sid, doc.uuid, doc.open(), doc.mimeType ?? 'application/octet-stream');
+    // the row just read or made is the one written (rights checked on it); a document made by this call
+    // has had no content a running task could be using
+    const written = await this.writeContent(p, sid, doc.uuid, doc.open(), doc.mimeType ?? 'application/octet-stream', { entry, created });
     if (written.sha256 !== doc.sha256) {
       throw new ContentChangedError(`the content stored for ${doc.name} (sha256 ${written.sha256}) is not the one claimed (${doc.sha256})`);
     }
@@ -376,12 +380,21 @@ export class RepositoryService {
     return { entry, stream };
   }
 
-  async writeContent(p: Principal, sid: string, uuid: string, source: Readable, mimeType: string): Promise<EntryRow> {
+  /**
+   * PUT content. `known`: the entry's row as the caller (ingest) just read or
+   * made it, so it is not read again; `created`: made by that call, so no
+   * running task can be using a content of it (the in-use check is skipped).
+   */
+  async writeContent(p: Principal, sid: string, uuid: string, source: Readable, mimeType: string,
+    known?: { entry: EntryRow; created: boolean }): Promise<EntryRow> {
     const { backend } = this.backend(sid);
-    let entry = await this.get(p, sid, uuid, 'write');
+    // a row the caller just read stands for the entry unless the backend refreshes rows from elsewhere (files)
+    const reuse = known && !backend.refresh ? known.entry : undefined;
+    if (reuse) this.authorize(p, reuse, 'write');
+    let entry = reuse ?? await this.get(p, sid, uuid, 'write');
     if (entry.type !== 'document') throw new AppError('COLLECTION_CONTENT_NOT_ACCEPTABLE', `entry ${uuid} is a collection; collections have no content`);
     if (!backend.contentWrite) throw new AppError('CONTENT_READONLY', `service "${sid}" does not allow content changes`);
-    await this.refuseIfInUse(sid, entry, 'cannot change the content');
+    if (!known?.created) await this.refuseIfInUse(sid, entry, 'cannot change the content');
     // Bytes are staged first (the upload may take long); they replace the old content only under
     // the row lock, so a DELETE of the entry either comes after (and removes them) or before
     // (and this write fails with 404, leaving nothing behind: no file comes back). The new
