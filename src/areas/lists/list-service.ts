@@ -78,7 +78,7 @@ export class ListService {
       const parsed = parseForImport(format, body, { maxItems: this.o.maxItems });
       return await this.o.db.transaction(async (tx) => {
         const list = await store.createList(tx, { kind: 'user', creator: p.user });
-        await insertItemsFrom(tx, list.lid, checkedItems(parsed.items));
+        await insertItemsFrom(tx, list.lid, checkedItems(parsed.items), { newList: true });
         const header = parsed.header();
         return (await store.replaceList(tx, list.lid, { name: header.name ?? null, metadata: header.metadata }))!;
       });

@@ -6,7 +6,7 @@ import * as lists from '../lists/store/list-store.js';
 import type { ItemRow, ListRow, Placement } from '../lists/store/list-store.js';
 import { checkHref, docRef } from '../lists/store/doc-href.js';
 import { checkedItems } from '../lists/store/bulk/checked-items.js';
-import { insertItemsFrom } from '../lists/store/bulk/insert-items.js';
+import { FEW_ITEMS, insertItemsFrom } from '../lists/store/bulk/insert-items.js';
 import { parseForImport } from '../lists/store/bulk/parse-import.js';
 import { listTooLarge } from '../../formats/format-errors.js';
 import { mergeMetadata } from '../lists/store/merge-metadata.js';
@@ -79,7 +79,7 @@ export class TaskLists {
     if (given.length > this.maxItems) throw listTooLarge(this.maxItems);
     const items = given.map((i, index): ParsedListItem => ({ href: i.href, metadata: i.metadata, at: { index } }));
     const { task } = await this.tasks.create(p, sid, input, owner, (tx, t) =>
-      this.createFor(tx, t, { metadata: list?.metadata ?? {} }, checkedItems(iterate(items))), tid);
+      this.createFor(tx, t, { metadata: list?.metadata ?? {} }, checkedItems(iterate(items)), undefined, items.length <= FEW_ITEMS), tid);
     return task;
   }
 
@@ -107,11 +107,12 @@ export class TaskLists {
   private async createFor(
     tx: Tx, task: TaskRow, input: { metadata: Record<string, unknown> }, items: AsyncIterable<ListItem>,
     header?: () => { name?: string; metadata: Record<string, unknown> },
+    few = false,
   ): Promise<ListRow> {
     const base = { tid: task.tid, creator: task.creator, owner: task.owner };
     const list = await lists.createList(tx, { ...base, kind: 'input', metadata: input.metadata });
     await lists.createList(tx, { ...base, kind: 'output' });
-    await insertItemsFrom(tx, list.lid, items);
+    await insertItemsFrom(tx, list.lid, items, { newList: true, few });
     if (!header) return list;
     const h = header();
     return (await lists.replaceList(tx, list.lid, { name: h.name ?? null, metadata: h.metadata }))!;

@@ -17,6 +17,19 @@ export const INSERT_CHUNK = 2000;
  */
 export const COPY_CHUNK = 10_000;
 
+/** How `insertItemsFrom` writes. */
+export interface InsertOptions {
+  /** Rows per statement (default `COPY_CHUNK` with COPY, else `INSERT_CHUNK`). */
+  chunkRows?: number;
+  /** The list was created by this transaction (empty, invisible to others): it is neither locked nor read first. */
+  newList?: boolean;
+  /** A handful of items (known to the caller): one multi-row INSERT, fewer round trips than a COPY. */
+  few?: boolean;
+}
+
+/** Up to how many items a caller passes `few` (an intake's task: one document). */
+export const FEW_ITEMS = 100;
+
 /**
  * Inserts items as they arrive from `items` (a parser's output, read in its
  * batches when it has them) at the end of the list, inside the caller's
@@ -31,12 +44,13 @@ export const COPY_CHUNK = 10_000;
  * removes everything. Returns the number inserted. Every statement is the
  * list store's.
  */
-export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<StoreItem>, chunkRows?: number): Promise<number> {
-  const list = await lockForImport(tx, lid);
+export async function insertItemsFrom(tx: Tx, lid: string, items: AsyncIterable<StoreItem>, opts: InsertOptions = {}): Promise<number> {
+  // a list this transaction made is empty and seen by nobody else: no lock, no count to read
+  const list = opts.newList ? { lid, base: 0 } : await lockForImport(tx, lid);
   if (!list) throw new AppError('LIST_NOT_FOUND', 'the list does not exist');
   const { base } = list;
-  const copy = itemCopier(tx);
-  const chunk = chunkRows ?? (copy ? COPY_CHUNK : INSERT_CHUNK);
+  const copy = opts.few ? undefined : itemCopier(tx);
+  const chunk = opts.chunkRows ?? (copy ? COPY_CHUNK : INSERT_CHUNK);
   let count = 0;
   let pending: StoreItem[] = [];
   const copyRows = new CopyRows(list.lid);

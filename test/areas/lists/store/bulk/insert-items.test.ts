@@ -25,7 +25,7 @@ for (const [driver, open] of bothDrivers()) {
     it('batch-inserts a stream in chunks inside the caller transaction', async () => {
       const list = await newList();
       await store.appendItems(db, list.lid, items(2));
-      const n = await db.transaction((tx) => insertItemsFrom(tx, list.lid, generate(5003), 1000));
+      const n = await db.transaction((tx) => insertItemsFrom(tx, list.lid, generate(5003), { chunkRows: 1000 }));
       expect(n).toBe(5003);
       expect((await store.getList(db, list.lid))!.item_count).toBe(5005);
       const exported: number[] = [];
@@ -62,9 +62,9 @@ for (const [driver, open] of bothDrivers()) {
       const list = await newList();
       await expect(db.transaction(async (tx) => {
         const created = await store.createList(tx, { kind: 'user', creator: 'ann' });
-        await insertItemsFrom(tx, created.lid, generate(3000, 2500), 1000);
+        await insertItemsFrom(tx, created.lid, generate(3000, 2500), { chunkRows: 1000 });
       })).rejects.toThrow('bad row');
-      await expect(db.transaction((tx) => insertItemsFrom(tx, list.lid, generate(3000, 2999), 1000))).rejects.toThrow('bad row');
+      await expect(db.transaction((tx) => insertItemsFrom(tx, list.lid, generate(3000, 2999), { chunkRows: 1000 }))).rejects.toThrow('bad row');
       expect(await store.countItems(db, list.lid)).toBe(0);
       expect((await store.getList(db, list.lid))!.item_count).toBe(0);
     });
