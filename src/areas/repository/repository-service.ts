@@ -10,7 +10,7 @@ import { AppError, methodNotAllowed } from '../../errors/app-error.js';
 import type { Outbox } from '../../outbox/outbox.js';
 import type { Database, Sql } from '../../storage/driver/database.js';
 import type { ListQuery } from '../../query/tree.js';
-import { draftEntry, type EntryRow, type TaskRef } from './entry.js';
+import { draftEntry, type ContentInfo, type EntryRow, type TaskRef } from './entry.js';
 import * as store from './entry-store.js';
 import { entryRows } from './entry-rows.js';
 import { assertValidName } from './names.js';
@@ -198,7 +198,8 @@ export class RepositoryService {
   }
 
   /** `uuid`: the new entry's id (the runtime's own work fixes it up front, to be idempotent). */
-  async create(p: Principal, sid: string, parentUuid: string | undefined, input: EntryInput, owner: string | null, uuid: string = randomUUID()): Promise<EntryRow> {
+  async create(p: Principal, sid: string, parentUuid: string | undefined, input: EntryInput, owner: string | null, uuid: string = randomUUID(),
+    content?: ContentInfo): Promise<EntryRow> {
     const { backend } = this.backend(sid);
     assertValidName(input.name);
     if (!parentUuid) this.policy.require(p, 'documents', 'write', SHARED);
@@ -209,7 +210,9 @@ export class RepositoryService {
     });
     if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw new AppError('NAME_EXISTS', `"${input.name}" already exists in this collection`);
     return transactionWithUndo(this.db, async (tx, onRollback) => {
-      const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid }, () => backend.create(row, parent)))!;
+      const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid, content }, () => backend.create(row, parent)))!;
+      // with its content (a `contentByHash` backend's, written already): its preview is asked for in the same transaction
+      if (stored && content) await this.requestPreview(stored, tx);
       // a backend that keeps files fills in what the new (empty) file looks like
       return (backend.refresh ? await backend.refresh(entryRows(tx, sid), stored) : stored) ?? stored;
     });
@@ -221,7 +224,9 @@ export class RepositoryService {
    * is returned as it is; one left without content (a crash between the two
    * steps) gets its content; otherwise it is created in `doc.collection`
    * (made when missing) under `doc.name`, or ` (2)`, ` (3)`, ... before the
-   * extension when the name is taken. A content that does not hash to
+   * extension when the name is taken. On a `contentByHash` backend (the
+   * store) a new document's bytes are written first and the document is
+   * created with them in one transaction. A content that does not hash to
    * `doc.sha256` (the file changed while it was read) throws
    * `ContentChangedError` and is left for the caller to remove.
    */
@@ -229,6 +234,19 @@ export class RepositoryService {
     const sid = doc.service;
     let entry = await store.getEntry(this.db, sid, doc.uuid);
     if (entry?.content_version && entry.sha256 === doc.sha256) return entry;
+    // content addressed by hash: the bytes first, then the document with them in one transaction
+    let content: ContentInfo | undefined;
+    const { backend } = this.backend(sid);
+    if (!entry && backend.contentByHash && backend.contentWrite) {
+      const written = await backend.writeContent(draftEntry({
+        uuid: doc.uuid, sid, parent: null, name: doc.name, type: 'document', metadata: {}, creator: p.user, owner: doc.owner,
+      }), doc.open(), this.maxUploadBytes);
+      // the file changed since it was claimed: nothing of it is recorded (the blob is collected as garbage)
+      if (written.sha256 !== doc.sha256) {
+        throw new ContentChangedError(`the content stored for ${doc.name} (sha256 ${written.sha256}) is not the one claimed (${doc.sha256})`);
+      }
+      content = { size: written.size, mimeType: doc.mimeType ?? 'application/octet-stream', sha256: written.sha256, version: written.sha256 };
+    }
     let created = false;
     for (let n = 1, fresh = false; !entry; n++) {
       // the target collection is looked up once per process and path; gone meanwhile: looked up again, once
@@ -239,7 +257,7 @@ export class RepositoryService {
       try {
         // `create` inserts nothing when the uuid exists already (another taker of the same claim got
         // there first): that entry is this document
-        const made: EntryRow | undefined = await this.create(p, sid, parent, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid);
+        const made: EntryRow | undefined = await this.create(p, sid, parent, { name, type: 'document', metadata: doc.metadata }, doc.owner, doc.uuid, content);
         created = made !== undefined;
         entry = made ?? await store.getEntry(this.db, sid, doc.uuid);
       } catch (err) {
@@ -252,6 +270,8 @@ export class RepositoryService {
         if (!(err instanceof AppError && err.code === 'NAME_EXISTS') || n > 100) throw err;
       }
     }
+    // made with its content (above), or by another taker of the same claim that got there first with it
+    if (entry?.content_version && entry.sha256 === doc.sha256) return entry;
     // the row just read or made is the one written (rights checked on it); a document made by this call
     // has had no content a running task could be using
     const written = await this.writeContent(p, sid, doc.uuid, doc.open(), doc.mimeType ?? 'application/octet-stream', { entry, created });

@@ -150,6 +150,12 @@ export interface EntryRowsPort {
  * `EntryRowsPort` handed to `sync` and `refresh` (its only way to the rows).
  */
 export interface RepositoryBackend {
+  /**
+   * The bytes are addressed by their hash (the blob store), not by the entry:
+   * they may be written before the entry exists, so an intake creates a new
+   * document with its content in one transaction.
+   */
+  readonly contentByHash?: boolean;
   /** Brings the rows below `collection` in line with the backing store before a listing. */
   sync?(rows: EntryRowsPort, collection: EntryRow, recursive: boolean): Promise<void>;
   /** Checks that the entry still exists in the backing store (undefined = gone; row removed). */

@@ -15,6 +15,7 @@ const optionsSchema = z.strictObject({
  */
 export function storeBackend(blobs: BlobStore): RepositoryBackend {
   return {
+    contentByHash: true,
     create: async () => ({}),
     rename: async () => ({}),
     move: async () => ({}),

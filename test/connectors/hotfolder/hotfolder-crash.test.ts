@@ -131,7 +131,7 @@ describe('hot folder: exactly once under kill -9', () => {
       const api = await startProcess('api', env.env);
       await waitReady(api.url!);
       let worker: TestProcess = await startProcess('worker', env.env);
-      await waitLog(worker, /intake started/);
+      await waitLog(worker, /"sid":"hot",.*"msg":"intake started"/);
       const dir = path.join(env.dataDir, 'in');
       writing = writeSlowly(dir, 1000, 6, 'c');
       // claims a kill left unfinished: proof that the kills hit files in the middle of being taken
@@ -178,7 +178,7 @@ describe('hot folder: exactly once under kill -9', () => {
       const other = workers.find((w) => w !== holder)!;
       expect(holder).toBeDefined();
       // the lease is taken before the intake starts and makes the folder: files are dropped once it has
-      await waitLog(holder, /intake started/);
+      await waitLog(holder, /"sid":"hot",.*"msg":"intake started"/);
       const dir = path.join(env.dataDir, 'in');
       writing = writeSlowly(dir, 500, 16, 't');
       // in the middle: some files taken, most still to come

@@ -30,7 +30,7 @@ describe('hot folder: a 2 GiB file', () => {
     try {
       const server = await startProcess('all', env.env);
       await waitReady(server.url!);
-      await waitLog(server, /intake started/);
+      await waitLog(server, /"sid":"hot",.*"msg":"intake started"/);
       const statusFile = `/proc/${server.child.pid}/status`;
       // the peak counted from here (Linux: "5" resets VmHWM to the current RSS)
       await writeFile(`/proc/${server.child.pid}/clear_refs`, '5');
