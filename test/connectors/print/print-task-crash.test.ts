@@ -37,6 +37,19 @@ afterAll(async () => {
   await sink?.close();
 });
 
+/** A CONFIG file for a process of its own on this file's schema and queue prefix. */
+async function processConfig(name: string): Promise<string> {
+  const file = path.join(api.dataDir, name);
+  await writeFile(file, JSON.stringify({
+    database: { url: TEST_DATABASE_URL, schema: api.schema },
+    redis: { url: TEST_REDIS_URL, prefix: api.prefix },
+    queues: QUEUES,
+    // the demo printer stays out of this schema
+    services: { print: { options: { printers: [] } } },
+  }));
+  return file;
+}
+
 const countJobs = async (tid: string) => Number((await api.services.db.query<{ n: string }>(
   "SELECT count(*) AS n FROM print_jobs WHERE task->>'tid' = $1", [tid])).rows[0]!.n);
 
@@ -57,14 +70,7 @@ it('kill -9 of the worker while it submits: one job per item, each document prin
   const docs: string[] = [];
   for (let i = 0; i < 40; i++) docs.push(await storeDocument(admin, `doc-${i}.pdf`, `%PDF-1.4 document ${i}`));
   const { tid, items } = await printTask(admin, 'forty', docs.map((href) => ({ href, metadata: { printer: 'crash printer' } })));
-  const config = path.join(api.dataDir, 'print-worker.yaml');
-  await writeFile(config, JSON.stringify({
-    database: { url: TEST_DATABASE_URL, schema: api.schema },
-    redis: { url: TEST_REDIS_URL, prefix: api.prefix },
-    queues: QUEUES,
-    // the demo printer stays out of this schema
-    services: { print: { options: { printers: [] } } },
-  }));
+  const config = await processConfig('print-worker.yaml');
   // the printer holds its queue while the worker is killed: the kill interrupts submissions, not a delivery
   // (a delivery cut by a kill ends "delivery uncertain", by design: test/areas/print/dispatch/dispatch-crash.test.ts)
   expect((await admin.put('/v3/printers/crash%20printer/pause')).status).toBe(200);
@@ -112,13 +118,7 @@ it('kill -9 right after an abort committed: the hook still cancels the task\'s w
     const docs: string[] = [];
     for (let i = 0; i < 6; i++) docs.push(await storeDocument(admin, `abort-${i}.pdf`, `%PDF-1.4 abort ${i}`));
     const { tid, items } = await printTask(admin, 'aborted', docs.map((href) => ({ href, metadata: { printer: 'abort printer' } })));
-    const config = path.join(api.dataDir, 'abort-all.yaml');
-    await writeFile(config, JSON.stringify({
-      database: { url: TEST_DATABASE_URL, schema: api.schema },
-      redis: { url: TEST_REDIS_URL, prefix: api.prefix },
-      queues: QUEUES,
-      services: { print: { options: { printers: [] } } },
-    }));
+    const config = await processConfig('abort-all.yaml');
     // one process answers the abort and runs the workers: the one killed
     worker = await startProcess('all', { DATA_DIR: api.dataDir, CONFIG: config });
     await waitLog(worker, /workers running/, 60_000);

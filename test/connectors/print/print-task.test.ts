@@ -60,6 +60,20 @@ async function makePdf(n: string): Promise<Buffer> {
 const pdf = (n: string): string => String(pdfs.get(n));
 const stored = async (n: string) => storeDocument(admin, `${n}.pdf`, await makePdf(n));
 
+/**
+ * A started task of one stored PDF per name on a held printer of its own: the first is being delivered
+ * (the printer has not acknowledged it), the others wait behind it.
+ */
+async function deliveringFirst(printer: string, task: string, names: string[]) {
+  const p = await heldPrinter(printer);
+  const docs = await Promise.all(names.map(stored));
+  const { tid, items } = await printTask(admin, task, docs.map((href) => ({ href, metadata: { printer } })));
+  await act(admin, tid, 'start');
+  await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
+  for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing');
+  return { p, tid, items };
+}
+
 /** The order a job's states come in when nothing goes wrong; a state seen must never come before one seen earlier. */
 const ORDER = ['submitting', 'waitprocessing', 'processing', 'processed'];
 
@@ -116,12 +130,7 @@ describe('print task connector', { timeout: 90_000 }, () => {
   });
 
   it('abort in the middle: the jobs not yet printed are canceled, the one being delivered finishes and its item says so', async () => {
-    const p = await heldPrinter('print-task abort');
-    const docs = await Promise.all(['a', 'b', 'c', 'd'].map(stored));
-    const { tid, items } = await printTask(admin, 'four documents', docs.map((href) => ({ href, metadata: { printer: 'print-task abort' } })));
-    await act(admin, tid, 'start');
-    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
-    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing');
+    const { p, tid, items } = await deliveringFirst('print-task abort', 'four documents', ['a', 'b', 'c', 'd']);
     await act(admin, tid, 'abort');
     for (const item of items.slice(1)) {
       await itemWhen(admin, tid, item, (e) => e.state === 'canceled' && e.message === 'canceled: the task was aborted');
@@ -163,12 +172,7 @@ describe('print task connector', { timeout: 90_000 }, () => {
   });
 
   it('pause holds the waiting jobs (the one being delivered finishes), resume prints the rest; one job per item', async () => {
-    const p = await heldPrinter('print-task pause');
-    const docs = await Promise.all(['p1', 'p2', 'p3'].map(stored));
-    const { tid, items } = await printTask(admin, 'paused', docs.map((href) => ({ href, metadata: { printer: 'print-task pause' } })));
-    await act(admin, tid, 'start');
-    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
-    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing');
+    const { p, tid, items } = await deliveringFirst('print-task pause', 'paused', ['p1', 'p2', 'p3']);
     await act(admin, tid, 'pause');
     for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'paused');
     await itemWhen(admin, tid, items[0]!, (e) => /cannot be held/.test(e.message ?? ''));
@@ -188,12 +192,7 @@ describe('print task connector', { timeout: 90_000 }, () => {
   });
 
   it('pause, resume, pause, resume, pause in quick succession: the hooks (run in any order) leave the jobs as the last action says', async () => {
-    const p = await heldPrinter('print-task toggles');
-    const docs = await Promise.all(['t1', 't2', 't3', 't4'].map(stored));
-    const { tid, items } = await printTask(admin, 'toggled', docs.map((href) => ({ href, metadata: { printer: 'print-task toggles' } })));
-    await act(admin, tid, 'start');
-    await itemWhen(admin, tid, items[0]!, (e) => e.state === 'processing');
-    for (const item of items.slice(1)) await itemWhen(admin, tid, item, (e) => e.state === 'waitprocessing');
+    const { p, tid, items } = await deliveringFirst('print-task toggles', 'toggled', ['t1', 't2', 't3', 't4']);
     for (const action of ['pause', 'resume', 'pause', 'resume', 'pause']) await act(admin, tid, action);
     const waiting = async () => (await jobsOf(admin, tid)).filter((j) => j.task.item !== items[0]);
     await eventually(async () => ((await waiting()).every((j) => j.status === 'paused') ? true : undefined));
