@@ -195,8 +195,14 @@ describe('print task connector', { timeout: 90_000 }, () => {
     const { p, tid, items } = await deliveringFirst('print-task toggles', 'toggled', ['t1', 't2', 't3', 't4']);
     for (const action of ['pause', 'resume', 'pause', 'resume', 'pause']) await act(admin, tid, action);
     const waiting = async () => (await jobsOf(admin, tid)).filter((j) => j.task.item !== items[0]);
-    await eventually(async () => ((await waiting()).every((j) => j.status === 'paused') ? true : undefined));
-    await eventually(async () => ((await rt.services.db.query<{ hook_due: string | null }>('SELECT hook_due FROM tasks WHERE tid = $1', [tid])).rows[0]!.hook_due === null ? true : undefined));
+    // settled: nothing owed, no hook (nor any other task job) queued or running, the jobs held. A hook
+    // read before a later action may still act for a moment after the debt is paid; it then looks again.
+    await eventually(async () => {
+      const owed = (await rt.services.db.query<{ hook_due: string | null }>('SELECT hook_due FROM tasks WHERE tid = $1', [tid])).rows[0]!.hook_due;
+      const tasks = (await rt.services.queue.depths()).tasks;
+      const idle = ['waiting', 'active', 'delayed', 'prioritized'].every((k) => !tasks[k]);
+      return owed === null && idle && (await waiting()).every((j) => j.status === 'paused') ? true : undefined;
+    });
     expect((await waiting()).map((j) => j.status)).toEqual(['paused', 'paused', 'paused']);
     // the one on its way finishes; the held ones do not move
     await ackOne(p);
