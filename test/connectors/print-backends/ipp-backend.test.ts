@@ -129,14 +129,14 @@ describe('ipp print backend', () => {
     expect((await p.documents()).map((d) => String(d.bytes))).toEqual([expect.stringContaining('after')]);
   });
 
-  it('ipp: a document format the printer does not take is refused, its empty job canceled', async () => {
+  it('ipp: a document format the printer does not take is refused, and nothing of it holds the printer', async () => {
     const p = await printer({ formats: ['application/pdf'] });
     const err = await printBackendFor(p.connection, ctx).send(ticket({ mimeType: 'image/jpeg', name: 'photo.jpg' }), Readable.from([Buffer.from('jpeg')]), never)
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ kind: 'refused' });
     expect((err as Error).message).toMatch(/document-format|format/);
     expect(await p.documents()).toEqual([]);
-    // the printer is free: the job created for the refused document does not hold it
+    // the printer is free: the refused Print-Job left no job behind
     await printBackendFor(p.connection, ctx).send(ticket(), pdf(), never);
   });
 

@@ -21,7 +21,7 @@ const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 const FOLLOW_FIRST_MS = 200;
 const FOLLOW_MAX_MS = 2000;
 
-const PRINTER_ATTRIBUTES = ['printer-state', 'printer-state-reasons', 'printer-state-message', 'printer-make-and-model', 'document-format-supported', 'operations-supported'];
+const PRINTER_ATTRIBUTES = ['printer-state', 'printer-state-reasons', 'printer-state-message', 'printer-make-and-model', 'document-format-supported'];
 const JOB_ATTRIBUTES = ['job-state', 'job-state-reasons', 'job-state-message'];
 
 /**
@@ -29,15 +29,18 @@ const JOB_ATTRIBUTES = ['job-state', 'job-state-reasons', 'job-state-message'];
  * `/ipp/print` by default). Every operation is one HTTP POST over a
  * connection the confinement rule opened (`IppClient`).
  *
- * A delivery asks the printer for its attributes, then sends the job:
- * Create-Job and Send-Document where `operations-supported` lists both (the
- * job exists, and can be canceled, before its document goes), else
- * Print-Job; `document-format` is the job's media type, with `job-name`,
- * `requesting-user-name` and `copies`; the document streams. It then follows
- * the job with Get-Job-Attributes until completed (acknowledged), aborted or
- * canceled at the device (`refused`), writing every new job-state and
- * job-state-reasons to the job's log (`DeliveryWatch.note`), and sends
- * Cancel-Job when the job was canceled meanwhile.
+ * A delivery is one Print-Job (required of every IPP printer, RFC 8011):
+ * `document-format` is the job's media type, with `job-name`,
+ * `document-name`, `requesting-user-name` and `copies`; the document
+ * streams in the same request. Not Create-Job and Send-Document: a worker
+ * stopped between the two leaves an empty job that holds the printer until
+ * its `multiple-operation-time-out` (ippeveprinter never times it out: a
+ * `kill -9` there kept it busy for good); a Print-Job cut short is aborted
+ * by the printer and holds nothing. It then follows the job with Get-Job-Attributes until completed
+ * (acknowledged), aborted or canceled at the device (`refused`), writing
+ * every new job-state and job-state-reasons to the job's log
+ * (`DeliveryWatch.note`), and sends Cancel-Job when the job was canceled
+ * meanwhile.
  *
  * Outcomes (at most once): nothing of the document left (a refused
  * connection, a printer answering `server-error-busy`,
@@ -76,24 +79,9 @@ export class IppBackend implements PrintBackend {
     const jobAttrs: Attr[] = ticket.copies > 1 ? [['integer', 'copies', ticket.copies]] : [];
     let jobId: number;
     try {
-      const printer = this.answered(await this.client.call(OP.getPrinterAttributes, [...who, ['keyword', 'requested-attributes', PRINTER_ATTRIBUTES]], [], signal));
-      const ops = new Set(all(printer, 'operations-supported').map(Number));
-      const doc: Attr[] = [['mime', 'document-format', ticket.mimeType], ['name', 'document-name', jobName]];
-      if (ops.has(OP.createJob) && ops.has(OP.sendDocument)) {
-        const created = this.answered(await this.client.call(OP.createJob, [...who, ['name', 'job-name', jobName]], jobAttrs, signal));
-        jobId = Number(first(created, 'job-id'));
-        const sent = await this.client.call(OP.sendDocument, [...who, ['integer', 'job-id', jobId], ...doc, ['boolean', 'last-document', true]], [], signal, content)
-          .catch(async (err: unknown) => {
-            // nothing of the document left: the empty job is taken back, and the delivery can be tried again
-            if (!(err instanceof IppExchangeError) || err.documentBytes === 0) await this.cancelAtDevice(jobId, ticket.user);
-            throw err;
-          });
-        if (!isSuccess(sent.status)) await this.cancelAtDevice(jobId, ticket.user);
-        this.answered(sent);
-      } else {
-        const printed = this.answered(await this.client.call(OP.printJob, [...who, ['name', 'job-name', jobName], ...doc], jobAttrs, signal, content));
-        jobId = Number(first(printed, 'job-id'));
-      }
+      const doc: Attr[] = [['name', 'job-name', jobName], ['mime', 'document-format', ticket.mimeType], ['name', 'document-name', jobName]];
+      const printed = this.answered(await this.client.call(OP.printJob, [...who, ...doc], jobAttrs, signal, content));
+      jobId = Number(first(printed, 'job-id'));
     } catch (err) {
       content.destroy();
       throw this.failure(err);

@@ -12,8 +12,6 @@ const C = ippEncoder.CONSTANTS;
 /** The operations the backend uses (RFC 8011 section 5.4.15). */
 export const OP = {
   printJob: 0x02,
-  createJob: 0x05,
-  sendDocument: 0x06,
   cancelJob: 0x08,
   getJobAttributes: 0x09,
   getPrinterAttributes: 0x0b,
