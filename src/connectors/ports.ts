@@ -269,6 +269,13 @@ export interface PrinterToEnsure {
   location?: string;
 }
 
+/** The task status a job operation of a hook is for (`PrintPort.hold`). */
+export interface TaskGuard {
+  tid: string;
+  /** The statuses a hook acts for (pause, resume, abort). */
+  status: 'paused' | 'processing' | 'aborted';
+}
+
 /** What `hold`, `release` and `cancel` did to one job. */
 export type PrintJobChange = 'changed' | 'unchanged' | 'in-delivery' | 'final' | 'gone';
 
@@ -294,12 +301,17 @@ export interface PrintPort {
   submitItem(s: PrintItemSubmission): Promise<PrintJobView>;
   /** The task's jobs (the latest per item), for the action hooks. */
   jobsOfTask(tid: string): Promise<PrintJobView[]>;
-  /** Holds a waiting job (the print API's pause); a job being delivered cannot be held. */
-  hold(id: string, by: string): Promise<PrintJobChange>;
-  /** Releases a held job (the print API's resume). */
-  release(id: string, by: string): Promise<PrintJobChange>;
-  /** Cancels a job that is not final and not being delivered (one already on its way cannot be taken back). */
-  cancel(id: string, by: string): Promise<PrintJobChange>;
+  /**
+   * Holds a waiting job (the print API's pause); a job being delivered cannot be held.
+   * With `whileTask`, only while that task is in that status, checked in the
+   * job's own transaction under the task row's lock (else `unchanged`): a
+   * hook that read the task before a later action cannot act after it.
+   */
+  hold(id: string, by: string, whileTask?: TaskGuard): Promise<PrintJobChange>;
+  /** Releases a held job (the print API's resume); `whileTask` as for `hold`. */
+  release(id: string, by: string, whileTask?: TaskGuard): Promise<PrintJobChange>;
+  /** Cancels a job that is not final and not being delivered (one already on its way cannot be taken back); `whileTask` as for `hold`. */
+  cancel(id: string, by: string, whileTask?: TaskGuard): Promise<PrintJobChange>;
   printer(name: string): Promise<PrinterView | undefined>;
   /** Creates the printer (as the system user `by`) unless one of that name exists (an operator's changes are kept); true when created. */
   ensurePrinter(p: PrinterToEnsure, by: string): Promise<boolean>;

@@ -1,5 +1,5 @@
 import { systemPrincipal } from '../auth/principal.js';
-import type { PrintJobChange, PrintJobView, PrintPort } from '../connectors/ports.js';
+import type { PrintJobChange, PrintJobView, PrintPort, TaskGuard } from '../connectors/ports.js';
 import { AppError } from '../errors/app-error.js';
 import { docRef } from '../areas/lists/store/doc-href.js';
 import { runtimeStatus } from '../areas/print/printers/printer-states.js';
@@ -8,6 +8,8 @@ import type { PrintJobRow } from '../areas/print/jobs/store/job-row.js';
 import { adoptTaskJob } from '../areas/print/jobs/store/job-store.js';
 import { latestItemJob, latestTaskJobs, nextReportNumber } from '../areas/print/jobs/store/task-jobs.js';
 import { taskRunner } from '../areas/tasks/store/task-queries.js';
+import { lockStatusIs } from '../areas/tasks/store/task-store.js';
+import type { Sql } from '../storage/driver/database.js';
 import { runAs } from '../areas/tasks/task-principal.js';
 import type { Services } from './services.js';
 
@@ -53,7 +55,7 @@ export function printPort(services: () => PortServices | undefined): PrintPort {
   };
 
   /** One job operation as the system user; what it did. */
-  const operate = async (id: string, op: JobOperation, who: string, ifInDelivery: (j: PrintJobRow) => boolean): Promise<PrintJobChange> => {
+  const operate = async (id: string, op: JobOperation, who: string, ifInDelivery: (j: PrintJobRow) => boolean, guard?: TaskGuard): Promise<PrintJobChange> => {
     const svc = s();
     let job: PrintJobRow;
     try {
@@ -70,8 +72,9 @@ export function printPort(services: () => PortServices | undefined): PrintPort {
     }
     if (!operationAllowed(op, job.status)) return 'unchanged';
     try {
-      await svc.printJobs.operate(by(who), id, op);
-      return 'changed';
+      // under the task row's lock: the task's status cannot change before this commits (see lockStatusIs)
+      const precondition = guard && ((tx: Sql) => lockStatusIs(tx, guard.tid, guard.status));
+      return (await svc.printJobs.operateIf(by(who), id, op, {}, precondition)) ? 'changed' : 'unchanged';
     } catch (err) {
       // the job moved meanwhile (the engine took it, it ended): as the state it reached says
       if (err instanceof AppError && (err.code === 'INVALID_STATE' || err.code === 'JOB_NOT_FOUND')) return 'unchanged';
@@ -136,9 +139,9 @@ export function printPort(services: () => PortServices | undefined): PrintPort {
       return (await latestTaskJobs(s().db, tid)).map(view);
     },
 
-    hold: (id, who) => operate(id, 'pause', who, inDelivery),
-    release: (id, who) => operate(id, 'resume', who, () => false),
-    cancel: (id, who) => operate(id, 'cancel', who, inDelivery),
+    hold: (id, who, whileTask) => operate(id, 'pause', who, inDelivery, whileTask),
+    release: (id, who, whileTask) => operate(id, 'resume', who, () => false, whileTask),
+    cancel: (id, who, whileTask) => operate(id, 'cancel', who, inDelivery, whileTask),
 
     async printer(name) {
       try {

@@ -93,8 +93,9 @@ export function printTasks(print: PrintPort, o: { defaultPrinter?: string; actio
       }
       // handed off: the job's states come through print.task-report
     },
-    pause: (task, ports) => each(task, ports, (id) => print.hold(id, by)),
-    resume: (task, ports) => each(task, ports, (id) => print.release(id, by)),
-    abort: (task, ports) => each(task, ports, (id) => print.cancel(id, by)),
+    // each job only while the task is still in the status the hook is for (a later action's hook does the rest)
+    pause: (task, ports) => each(task, ports, (id) => print.hold(id, by, { tid: task.tid, status: 'paused' })),
+    resume: (task, ports) => each(task, ports, (id) => print.release(id, by, { tid: task.tid, status: 'processing' })),
+    abort: (task, ports) => each(task, ports, (id) => print.cancel(id, by, { tid: task.tid, status: 'aborted' })),
   };
 }

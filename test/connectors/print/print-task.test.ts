@@ -6,6 +6,7 @@ import { eventually, startTestRuntime, type TestRuntime } from '../../helpers/ru
 import { TcpSink } from '../../helpers/tcp-sink.js';
 import { AREAS } from '../../../src/areas/index.js';
 import { reconcile } from '../../../src/worker/reconciler.js';
+import { printPort } from '../../../src/runtime/print-port.js';
 import { act, entryOf, getTask, itemWhen, jobsOf, printTask, storeDocument, taskWhen, watchStates } from './helpers.js';
 
 /**
@@ -195,8 +196,7 @@ describe('print task connector', { timeout: 90_000 }, () => {
     const { p, tid, items } = await deliveringFirst('print-task toggles', 'toggled', ['t1', 't2', 't3', 't4']);
     for (const action of ['pause', 'resume', 'pause', 'resume', 'pause']) await act(admin, tid, action);
     const waiting = async () => (await jobsOf(admin, tid)).filter((j) => j.task.item !== items[0]);
-    // settled: nothing owed, no hook (nor any other task job) queued or running, the jobs held. A hook
-    // read before a later action may still act for a moment after the debt is paid; it then looks again.
+    // settled: nothing owed, no hook (nor any other task job) queued or running, the jobs held
     await eventually(async () => {
       const owed = (await rt.services.db.query<{ hook_due: string | null }>('SELECT hook_due FROM tasks WHERE tid = $1', [tid])).rows[0]!.hook_due;
       const tasks = (await rt.services.queue.depths()).tasks;
@@ -212,6 +212,25 @@ describe('print task connector', { timeout: 90_000 }, () => {
     for (let i = 0; i < 3; i++) await ackOne(p);
     await taskWhen(admin, tid, 'completed');
     expect(p.received().map(String).sort()).toEqual(['t1', 't2', 't3', 't4'].map(pdf).sort());
+  });
+
+  it('a hook that read the task before a later action does not act after it: a resume read before a pause releases nothing', async () => {
+    const { p, tid, items } = await deliveringFirst('print-task guard', 'guarded', ['g1', 'g2']);
+    await act(admin, tid, 'pause');
+    // the pause hook has held the waiting job
+    const job = await eventually(async () => (await jobsOf(admin, tid)).find((j) => j.task.item === items[1] && j.status === 'paused'));
+    const port = printPort(() => rt.services);
+    // the operation of a resume hook that read the task while it was processing, now that the pause committed
+    expect(await port.release(String(job.id), 'print:test', { tid, status: 'processing' })).toBe('unchanged');
+    expect((await admin.get(`/v3/jobs/${job.id}`)).body.status).toBe('paused');
+    // and the pause hook's own operation, for the status the task has, does act
+    expect(await port.release(String(job.id), 'print:test', { tid, status: 'paused' })).toBe('changed');
+    expect(await port.hold(String(job.id), 'print:test', { tid, status: 'paused' })).toBe('changed');
+    await act(admin, tid, 'resume');
+    await ackOne(p);
+    await ackOne(p);
+    await taskWhen(admin, tid, 'completed');
+    expect(p.received().map(String)).toEqual([pdf('g1'), pdf('g2')]);
   });
 
   it('a state report lost with Redis: the reconciler reports the job\'s state to its item again', async () => {

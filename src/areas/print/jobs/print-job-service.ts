@@ -77,7 +77,17 @@ export class PrintJobService {
    * wakes its printer's dispatch through the outbox.
    */
   async operate(p: Principal, rawId: string, op: JobOperation, body: { printer?: string } = {}): Promise<PrintJobRow> {
+    return (await this.operateIf(p, rawId, op, body))!;
+  }
+
+  /**
+   * `operate`, only if `precondition` holds in the operation's own
+   * transaction (checked first, so what it locks is held until the commit);
+   * undefined, nothing done, when it does not.
+   */
+  async operateIf(p: Principal, rawId: string, op: JobOperation, body: { printer?: string } = {}, precondition?: (tx: Sql) => Promise<boolean>): Promise<PrintJobRow | undefined> {
     return this.s.db.transaction(async (tx) => {
+      if (precondition && !(await precondition(tx))) return undefined;
       const job = await this.find(p, rawId, 'act', tx, true);
       if (!operationAllowed(op, job.status)) {
         throw new AppError('INVALID_STATE', `${op} is not possible while the job is ${job.status} (possible from: ${JOB_OPERATION_RULES[op].from.join(', ')})`,

@@ -123,7 +123,10 @@ export class ActionService {
    * action that queued it, and clears the debt only if neither the status
    * nor the number moved meanwhile; else it looks again. So hooks of quick
    * successive actions (pause, resume) may run at once in any order: the
-   * last to finish has applied the present status to every job. A job whose
+   * last to finish has applied the present status to every job. A hook acts
+   * on each job only while the task keeps the status it read (the
+   * connector's guard, `lockStatusIs`), so an older one never undoes a
+   * newer one's change. A job whose
    * number is no longer owed does nothing (a newer one is queued, or ran).
    * A hook that throws fails the job, which is retried; the debt stays in
    * the task row for the reconciler.

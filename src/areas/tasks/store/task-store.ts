@@ -170,6 +170,19 @@ export async function markHooksDue(tx: Sql, tids: readonly string[]): Promise<Du
 }
 
 /** The task's status and owed hook number (undefined: the task is gone). */
+/**
+ * Whether task `tid` is in `status`, its row share-locked until the caller's
+ * transaction ends: an action's change of status waits for that transaction,
+ * and a transaction that locks after the change sees it. A connector's hook
+ * acts on one piece of handed-off work under this guard, so a hook read
+ * before a later action never acts after it (print jobs released after a
+ * pause committed).
+ */
+export async function lockStatusIs(tx: Sql, tid: string, status: TaskStatus): Promise<boolean> {
+  const { rows } = await tx.query<{ status: TaskStatus }>('SELECT status FROM tasks WHERE tid = $1 FOR SHARE', [tid]);
+  return rows[0]?.status === status;
+}
+
 export async function hookState(sql: Sql, tid: string): Promise<{ status: TaskStatus; due: number | null } | undefined> {
   const { rows } = await sql.query<{ status: TaskStatus; hook_due: string | null }>('SELECT status, hook_due FROM tasks WHERE tid = $1', [tid]);
   return rows[0] && { status: rows[0].status, due: rows[0].hook_due === null ? null : Number(rows[0].hook_due) };
