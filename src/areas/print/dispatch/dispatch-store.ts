@@ -98,13 +98,14 @@ export async function blockingJob(tx: Sql, printer: string): Promise<PrintJobRow
   return rows[0];
 }
 
-/** Whether a printer has waiting work ready now (the tail check after a run found its queue empty). */
-export async function hasReadyWork(sql: Sql, printer: string): Promise<boolean> {
-  const { rows } = await sql.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT 1 FROM print_jobs j JOIN printers p ON p.name = j.printer
-      WHERE j.printer = $1 AND (j.status IN ('waitpreprocessing', 'waitprocessing') OR (j.status = 'postponed' AND j.next_attempt_at <= now()))
-        AND (p.redirect IS NOT NULL OR (p.enabled AND NOT p.paused)) LIMIT 1) x`, [printer]);
-  return rows[0]!.n > 0;
+/** Which of the printers have waiting work ready now (the tail checks after runs found their queues empty), in one statement. */
+export async function printersWithReadyWork(sql: Sql, printers: readonly string[]): Promise<string[]> {
+  const { rows } = await sql.query<{ name: string }>(
+    `SELECT p.name FROM printers p
+      WHERE p.name = ANY($1::text[]) AND (p.redirect IS NOT NULL OR (p.enabled AND NOT p.paused))
+        AND EXISTS (SELECT 1 FROM print_jobs j WHERE j.printer = p.name
+          AND (j.status IN ('waitpreprocessing', 'waitprocessing') OR (j.status = 'postponed' AND j.next_attempt_at <= now())))`, [printers]);
+  return rows.map((r) => r.name);
 }
 
 /**

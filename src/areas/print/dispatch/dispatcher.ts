@@ -8,7 +8,7 @@ import { printBackendFor } from '../../../connectors/print-backends/registry.js'
 import { AppError } from '../../../errors/app-error.js';
 import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
 import type { JobStage, PrintJobRow } from '../jobs/store/job-row.js';
-import { deliveredAndNext, printLog, printLogAboutJob, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
+import { deliveredAndNext, openRun, printLog, printLogAboutJob, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
 import type { Logger } from '../../../logging/logger.js';
 import type { Outbox } from '../../../outbox/outbox.js';
 import { RunAgainError, type JobContext } from '../../../queue/jobs.js';
@@ -19,7 +19,7 @@ import { getPrinter, recordDeviceError } from '../printers/printer-store.js';
 import { OutcomeBatcher, type OutcomeBatching } from './outcome-batcher.js';
 import { pageInfo } from '../documents/page-info.js';
 import { claimNext, recoverInFlight, type NextStep } from './claim.js';
-import { canceledInDelivery, hasReadyWork, inFlightJobs, lockInFlight, lockPrinterDispatch, relaxCommit } from './dispatch-store.js';
+import { canceledInDelivery, inFlightJobs, lockInFlight, lockPrinterDispatch, printersWithReadyWork, relaxCommit } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -64,6 +64,8 @@ const STOP_RETRY_MS = 100;
 
 /** How long after a run found its queue empty it looks once more (a job committed while the run was ending). */
 const TAIL_CHECK_MS = 250;
+/** Tail checks due in the same slice of this length go together, as one statement. */
+const TAIL_SLICE_MS = 50;
 
 /**
  * The `print.dispatch { printer }` handler: drains one printer's queue, one
@@ -73,7 +75,9 @@ const TAIL_CHECK_MS = 250;
  * printer's dispatch lock, runs its flow, hands it to the backend and records the
  * outcome, until the queue is empty, held (paused, disabled, redirected) or
  * the printer is unreachable (then the run is delayed until the head job is
- * due: `RunAgainError`).
+ * due: `RunAgainError`). A run opens with one statement when the lock is
+ * free and nothing is in flight (`openRun`), else with a transaction that
+ * waits for the lock and recovers what a stopped run left in flight.
  *
  * At most once: the hand-off is committed (`handoff_at`, state `processing`)
  * before the first byte goes out; a job found in flight with that mark by a
@@ -86,13 +90,13 @@ export class Dispatcher {
   /** The printers' acknowledged deliveries and next hand-offs, several printers to a statement when they come together. */
   private readonly outcomes: OutcomeBatcher;
 
-  /** Tail checks scheduled and not yet fired (cancelled when `deps.stopped` aborts). */
-  private readonly tailChecks = new Set<NodeJS.Timeout>();
+  /** Tail checks scheduled and not yet fired, by the time their slice fires (cancelled when `deps.stopped` aborts). */
+  private readonly tailChecks = new Map<number, { printers: Set<string>; timer: NodeJS.Timeout }>();
 
   constructor(private readonly deps: DispatcherDeps) {
     this.outcomes = new OutcomeBatcher(deps.db, deps.outcomes);
     deps.stopped?.addEventListener('abort', () => {
-      for (const timer of this.tailChecks) clearTimeout(timer);
+      for (const { timer } of this.tailChecks.values()) clearTimeout(timer);
       this.tailChecks.clear();
     }, { once: true });
   }
@@ -101,13 +105,15 @@ export class Dispatcher {
     const { db, outbox } = this.deps;
     const stopping = () => this.deps.stopping?.aborted === true;
     if (stopping()) throw this.stopError(printer);
-    let step: Step = await db.transaction(async (tx) => {
+    // the common case in one statement: the lock free, nothing in flight, the head handed off or nothing waiting
+    const opened = await openRun(db, printer);
+    let step: Step = opened.next ?? (opened.drained ? { kind: 'idle', why: 'no waiting jobs' } : await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
       await lockPrinterDispatch(tx, printer);
       const n = await recoverInFlight(tx, printer);
       if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
       return claimNext(tx, outbox, printer, { locked: true });
-    });
+    }));
     for (;;) {
       if (ctx.signal.aborted) {
         if (step.kind === 'deliver' || step.kind === 'preprocess') await this.release(step.job);
@@ -163,17 +169,26 @@ export class Dispatcher {
    * The run is ending with nothing to do; a job committed in the last
    * moments found this printer's dispatch job still active, so its wake-up
    * was dropped as a duplicate. Look once more shortly after the run has
-   * completed (the reconciler is the backstop if this process dies first).
+   * completed (the reconciler is the backstop if this process dies first):
+   * 250 to 300 ms later, with the other printers whose look falls in the
+   * same 50 ms slice, in one statement.
    */
   private tailCheck(printer: string): void {
     if (this.deps.stopped?.aborted) return;
+    const at = Math.ceil((Date.now() + TAIL_CHECK_MS) / TAIL_SLICE_MS) * TAIL_SLICE_MS;
+    const slice = this.tailChecks.get(at);
+    if (slice) {
+      slice.printers.add(printer);
+      return;
+    }
+    const printers = new Set([printer]);
     const timer = setTimeout(() => {
-      this.tailChecks.delete(timer);
-      void hasReadyWork(this.deps.db, printer)
-        .then((ready) => (ready ? this.deps.wake(printer) : undefined))
-        .catch((err: unknown) => this.deps.log.warn({ err, printer }, 'dispatch tail check failed; the reconciler will catch up'));
-    }, TAIL_CHECK_MS).unref();
-    this.tailChecks.add(timer);
+      this.tailChecks.delete(at);
+      void printersWithReadyWork(this.deps.db, [...printers])
+        .then((ready) => Promise.all(ready.map((p) => this.deps.wake(p))))
+        .catch((err: unknown) => this.deps.log.warn({ err, printers: [...printers] }, 'dispatch tail check failed; the reconciler will catch up'));
+    }, at - Date.now()).unref();
+    this.tailChecks.set(at, { printers, timer });
   }
 
   /** Runs the job's flow into stage files, stores them as blobs, and queues the job for printing; a failing flow ends it in error. */

@@ -231,7 +231,7 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
     const counting = new Proxy(db, {
       get: (target, prop, receiver) => (prop === 'query'
         ? (text: string, params?: unknown[]) => {
-          if (text.includes('SELECT count(*)::int AS n')) tailQueries++;
+          if (text.includes('WHERE p.name = ANY($1::text[]) AND (p.redirect')) tailQueries++;
           return target.query(text, params);
         }
         : Reflect.get(target, prop, receiver)),

@@ -37,6 +37,11 @@ const SUBMIT_JOBS = sqlParts(new URL('./statements/submit-jobs.sql', import.meta
 });
 const TRANSITION = sqlFile(new URL('./statements/transition.sql', import.meta.url), { job_columns: JOB_COLUMNS });
 const CLAIM_NEXT = sqlFile(new URL('./statements/claim-next.sql', import.meta.url), { hand_off_head: handOffHead('true') });
+const OPEN_RUN = sqlFile(new URL('./statements/open-run.sql', import.meta.url), {
+  dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
+  hand_off_head: handOffHead('(SELECT clear FROM fl)'),
+  waiting_heads: waitingHeads('$1'),
+});
 const DELIVERED_AND_NEXT = sqlFile(new URL('./statements/delivered-and-next.sql', import.meta.url), {
   dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
   printed: printedCte({ where: 'name = $1 AND $7::boolean AND EXISTS (SELECT 1 FROM u)' }),
@@ -251,6 +256,21 @@ const handedOff = (name: string, { printer_connection: connection, printer_error
 export async function claimHead(tx: Sql, printer: string): Promise<HandedOff | undefined> {
   const { rows } = await tx.query<HandedOffRow>(CLAIM_NEXT, [printer]);
   return rows[0] && handedOff(printer, rows[0]);
+}
+
+/**
+ * A run's opening in the common case (statements/open-run.sql, one
+ * autocommitted statement): `next` the job handed off; else `drained` when
+ * the dispatch lock was free, nothing was in flight and no job waited (the
+ * run may end); else neither, and nothing changed: the caller opens the run
+ * in a transaction (the lock waited for, what is in flight recovered, the
+ * next step decided in code).
+ */
+export async function openRun(sql: Sql, printer: string): Promise<{ next?: HandedOff; drained: boolean }> {
+  const { rows } = await sql.query<HandedOffRow & { locked: boolean; clear: boolean; drained: boolean }>(OPEN_RUN, [printer]);
+  const { locked: _l, clear, drained, ...claimed } = rows[0]!;
+  if (claimed.id) return { next: handedOff(printer, claimed as HandedOffRow), drained: false };
+  return { drained: clear && drained };
 }
 
 /** One delivered job of `deliveredAndNextMany`: the job this run handed off, the device's answer, whether to write `last_printed`. */
