@@ -21,6 +21,12 @@
  *   is followed with Get-Job-Attributes until completed, which bounds a
  *   printer's jobs per second (see docs/benchmarks.md).
  *
+ * - The durable floor (context, `--floor on`): bench/durable-print-floor.ts,
+ *   the least a server needs to take the same jobs over HTTP (one committed
+ *   row each) and hand them at most once to the same sinks (the hand-off
+ *   committed before the first byte), with none of the project's rules; the
+ *   same clients. What the machine allows any durable print server.
+ *
  * Targets: the project >= 10 x CUPS at 4 submitters, and the project's rate
  * growing with clients (16 clients >= 1.5 x 4 clients). Prints tables and one
  * JSON line and writes bench/results/print-cups-*.json.
@@ -34,7 +40,7 @@
  * mean round trip), socket writes by peer and mean request time, per job, in
  * each project phase.
  *
- * Run: npm run bench:print-cups [-- --count-sql --jobs 2000 --printers 20 --bytes 20480 --clients 4,16 --ipp-printers 4 --ipp-jobs 200 --cups on|off --ipp on|off --server compiled|tsx]
+ * Run: npm run bench:print-cups [-- --count-sql --jobs 2000 --printers 20 --bytes 20480 --clients 4,16 --ipp-printers 4 --ipp-jobs 200 --cups on|off --floor on|off --ipp on|off --server compiled|tsx]
  * Needs PostgreSQL (127.0.0.1:5432, db test) and Redis (127.0.0.1:6379).
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -60,6 +66,8 @@ const { values: args } = parseArgs({
     'ipp-jobs': { type: 'string', default: '200' },
     cups: { type: 'string', default: 'on' },
     ipp: { type: 'string', default: 'on' },
+    // the durable floor (bench/durable-print-floor.ts): the same jobs over HTTP, one committed row, at most once to the same sinks
+    floor: { type: 'string', default: 'on' },
     server: { type: 'string', default: 'compiled' },
     // the server's statements, round trips and socket writes per job in each project phase (bench/server.ts --count-sql)
     'count-sql': { type: 'boolean', default: false },
@@ -325,6 +333,9 @@ async function serverCounts(jobs: number): Promise<Record<string, unknown> | und
 // ippeveprinter needs DNS-SD: installed and started now (as the tests do), not found missing after the long part
 if (args.ipp !== 'off') execFileSync('bash', ['-c', 'source scripts/lib/common.sh && ensure_ipp_printer'], { stdio: 'inherit', cwd: ROOT });
 const cups = args.cups === 'off' ? undefined : await startCups(sinks.ports);
+const floor = args.floor === 'off' ? undefined
+  : await spawnServer('bench/durable-print-floor.ts', ['--sinks', sinks.ports.join(',')], [], { compiledDir: compiled?.dir, timeoutMs: 60_000 });
+const floorPhases: Phase[] = [];
 const agents: http.Agent[] = [];
 const ipps: IppEvePrinter[] = [];
 const project: Phase[] = [];
@@ -368,6 +379,20 @@ try {
       base += JOBS;
       console.log(`CUPS, ${c} submitters: ${fmt(cupsPhases.at(-1)!.perSecond)} jobs/s`);
     }
+    if (floor) {
+      const floorAgent = new http.Agent({ keepAlive: true, maxSockets: c });
+      agents.push(floorAgent);
+      const from = base;
+      const target = received + JOBS;
+      floorPhases.push(await phase(c, JOBS, async (i) => {
+        const n = from + i;
+        const status = await post(floorAgent, new URL(`/jobs?printer=${n % PRINTERS}`, floor.info.url), '', payload(n), 'application/octet-stream');
+        if (status !== 201) throw new Error(`durable floor POST /jobs answered ${status}`);
+      }, () => waitReceived(sinks, target), () => cpuMeter({ server: floor, db: monitor })));
+      received = target;
+      base += JOBS;
+      console.log(`durable floor, ${c} clients: ${fmt(floorPhases.at(-1)!.perSecond)} jobs/s`);
+    }
     const agent = new http.Agent({ keepAlive: true, maxSockets: c });
     agents.push(agent);
     const target = received + JOBS;
@@ -408,6 +433,7 @@ try {
   for (const a of agents) a.destroy();
   await monitor.end();
   await server.stop();
+  await floor?.stop();
   await cups?.stop();
   for (const p of ipps) await p.close();
   sinks.close();
@@ -426,9 +452,14 @@ if (ipp) {
   console.log(`ippeveprinter (project only): ${IPP_JOBS} jobs to ${IPP_PRINTERS} printers, ${CLIENTS[0]} clients: ${fmt(ipp.perSecond, 1)} jobs/s to the last document spooled, `
     + `${fmt(IPP_JOBS / ipp.toProcessedSeconds, 1)} jobs/s to the last processed; ${fmt(ipp.secondsPerJobPerPrinter * 1000, 0)} ms per job per printer`);
 }
+if (floorPhases.length) {
+  console.log(`durable floor (HTTP, one committed row, at most once to the same sinks): ${floorPhases.map((f, i) => `${f.clients} clients ${fmt(f.perSecond, 1)} jobs/s `
+    + `(project / floor ${fmt(project[i]!.perSecond / f.perSecond, 2)}; request p50 / p99 ${fmt(f.p50, 1)} / ${fmt(f.p99, 1)} ms; CPU ${fmt(f.cpuMsPerJob, 2)} ms/job)`).join('; ')}`);
+  if (cupsPhases.length) console.log(`durable floor / CUPS: ${floorPhases.map((f, i) => `${f.clients} clients ${fmt(f.perSecond / cupsPhases[i]!.perSecond, 2)}`).join('; ')} (the most any durable server reaches against CUPS on this machine)`);
+}
 console.log(`server + PostgreSQL CPU while idle: ${fmt(idleCores, 3)} cores; project CPU ms/job net of it: ${project.map((p) => fmt(p.cpuMsPerJob - (idleCores * p.seconds * 1000) / p.jobs, 2)).join(', ')}`);
 console.log(`load average before / after: ${LOAD_BEFORE.map((l) => fmt(l, 1)).join(' ')} / ${os.loadavg().map((l) => fmt(l, 1)).join(' ')}`);
-const figures = { bench: 'print-cups', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, idleCores, project, cups: cupsPhases, ipp };
+const figures = { bench: 'print-cups', loadBefore: LOAD_BEFORE, loadAfter: os.loadavg(), jobs: JOBS, printers: PRINTERS, bytes: BYTES, idleCores, project, cups: cupsPhases, floor: floorPhases, ipp };
 console.log(JSON.stringify(figures));
 
 const at = (c: number) => CLIENTS.indexOf(c);
@@ -444,8 +475,13 @@ if (at(4) >= 0 && at(16) >= 0) {
 for (const t of targets) console.log(`${t.name}: ${fmt(t.value, 2)} (target ${t.target}: ${t.met ? 'met' : 'NOT MET'})`);
 writeResult('print-cups', args, {
   figures,
-  floors: Object.fromEntries(cupsPhases.map((k) => [`CUPS ${k.clients} submitters jobs/s`, k.perSecond])),
+  floors: {
+    ...Object.fromEntries(cupsPhases.map((k) => [`CUPS ${k.clients} submitters jobs/s`, k.perSecond])),
+    ...Object.fromEntries(floorPhases.map((f) => [`durable floor ${f.clients} clients jobs/s`, f.perSecond])),
+  },
   ratios: {
+    ...Object.fromEntries(floorPhases.map((f, i) => [`project / durable floor, ${f.clients} clients`, project[i]!.perSecond / f.perSecond])),
+    ...Object.fromEntries(floorPhases.map((f, i) => (cupsPhases[i] ? [`durable floor / CUPS, ${f.clients} submitters`, f.perSecond / cupsPhases[i]!.perSecond] : undefined)).filter((e): e is [string, number] => e !== undefined)),
     ...Object.fromEntries(cupsPhases.map((k, i) => [`project / CUPS, ${k.clients} submitters`, project[i]!.perSecond / k.perSecond])),
     ...(at(4) >= 0 && at(16) >= 0 ? { 'project 16 / 4 clients': project[at(16)]!.perSecond / project[at(4)]!.perSecond } : {}),
   },
