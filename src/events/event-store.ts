@@ -18,11 +18,6 @@ const toEvent = (r: Row): StreamEvent => ({
 });
 
 /**
- * The publisher's turn for this transaction (advisory, per schema): one
- * publisher at a time gives seqs, so they are dense and in publish order.
- * False when another process holds it (its round takes our rows too).
- */
-/**
  * Raises an event in the caller's transaction (`raise_event`, migration 024):
  * it commits or rolls back with the change it reports. With `recipient`,
  * only that identity receives it (`panel.create`).
@@ -31,9 +26,28 @@ export async function raiseEvent(tx: Tx, e: { type: string; area: string; object
   await tx.query('SELECT raise_event($1, $2, $3, $4::jsonb, $5)', [e.type, e.area, e.object, JSON.stringify(e.payload), e.recipient ?? null]);
 }
 
-export async function takePublisherTurn(tx: Tx): Promise<boolean> {
-  const { rows } = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':events-publisher')) AS ok`);
-  return rows[0]!.ok;
+/**
+ * A publisher round's opening as one statement of its transaction: the
+ * publisher's turn (advisory, per schema, tried: one publisher at a time
+ * gives seqs, so they are dense and in publish order; `turn` false when
+ * another process holds it, whose round takes our rows too), and with it the
+ * highest seq given so far (0 for none) and up to `limit` unpublished events
+ * in insertion order. The rows are read only once the turn is ours; those
+ * committed after this statement wait for the next round.
+ */
+export async function openPublisherRound(tx: Tx, limit: number): Promise<{ turn: boolean; max: number; rows: (StreamEvent & { id: number })[] }> {
+  const { rows } = await tx.query<Row & { turn: boolean; max: string | null }>(
+    `WITH t AS (SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || ':events-publisher')) AS turn)
+     SELECT t.turn, m.max, u.id, u.seq, u.type, u.area, u.object, u.recipient, u.creator, u.owner, u.payload::text AS payload
+       FROM t CROSS JOIN (SELECT max(seq)::text AS max FROM events WHERE (SELECT turn FROM t)) m
+       LEFT JOIN LATERAL (SELECT * FROM events WHERE seq IS NULL AND (SELECT turn FROM t) ORDER BY id LIMIT $1) u ON true
+      ORDER BY u.id`, [limit]);
+  const first = rows[0]!;
+  return {
+    turn: first.turn,
+    max: Number(first.max ?? 0),
+    rows: rows.filter((r) => r.id !== null && r.id !== undefined).map((r) => ({ ...toEvent(r), id: Number(r.id) })),
+  };
 }
 
 /** The highest seq given so far (0 for none). */

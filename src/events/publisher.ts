@@ -4,7 +4,7 @@ import type { Database } from '../storage/driver/database.js';
 import { currentSchema } from '../outbox/outbox-store.js';
 import { WakeLoop } from '../outbox/wake-loop.js';
 import { encodeEvent, rowIdOf } from './event.js';
-import { EVENTS_CHANNEL, assignSeqs, maxSeq, oldestRetainedSeq, takePublisherTurn, unpublished } from './event-store.js';
+import { EVENTS_CHANNEL, assignSeqs, oldestRetainedSeq, openPublisherRound, unpublished } from './event-store.js';
 
 /** The stream's connection is down: the round did not start. */
 class RedisAwayError extends Error {
@@ -30,6 +30,8 @@ export interface PublisherOptions {
  * publisher's turn (an advisory transaction lock per schema) or leaves the
  * rows to the process holding it. In its transaction a round:
  *
+ * 0. takes the turn and reads the highest seq and the unpublished rows, in
+ *    one statement;
  * 1. compares the stream's last seq with the highest seq in PostgreSQL: a
  *    higher stream means a publisher died between its XADD and its commit,
  *    and those rows take the seqs they were published under (read back from
@@ -108,8 +110,11 @@ export class EventPublisher {
     // no transaction waits on a Redis that is away (on PGlite it would hold the only connection)
     if (!this.stream.connected()) return Promise.reject(new RedisAwayError('Redis is not connected'));
     return this.db.transaction(async (tx) => {
-      if (!(await takePublisherTurn(tx))) return 0;
-      let next = await maxSeq(tx);
+      // the turn, the highest seq and the unpublished rows in one statement
+      const opened = await openPublisherRound(tx, this.opts.batch);
+      if (!opened.turn) return 0;
+      let next = opened.max;
+      let rows = opened.rows;
       const top = await this.stream.top();
       while (top > next) {
         // published by a round that did not commit: its rows keep the seqs the stream gave them
@@ -127,8 +132,9 @@ export class EventPublisher {
         await assignSeqs(tx, ids, seqs);
         next = page.at(-1)!.seq;
         this.log.warn({ adopted: ids.length, upTo: next }, 'event publisher: adopted events a stopped publisher appended but did not record');
+        // the adopted rows are published now: what is left is read again
+        rows = await unpublished(tx, this.opts.batch);
       }
-      const rows = await unpublished(tx, this.opts.batch);
       if (rows.length === 0) return 0;
       const seqs = rows.map((_r, i) => next + 1 + i);
       await this.stream.append(rows.map((r, i) => ({ seq: seqs[i]!, data: encodeEvent(r, r.id) })));
