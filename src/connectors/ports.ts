@@ -81,6 +81,8 @@ export interface IntakeDocument {
   service: string;
   /** Fixed at the claim: storing twice with one uuid stores once. */
   uuid: string;
+  /** Its claim was made just now (a fresh uuid): no document of this uuid can exist yet, so none is looked for first. */
+  fresh?: boolean;
   /** A collection path below the root (`a/b`), created when missing; the root when absent. */
   collection?: string;
   /** Wanted name; a name in use gets ` (2)`, ` (3)`, ... before its extension. */

@@ -107,16 +107,18 @@ export interface NewEntry {
   owner: string | null;
   path?: string | null;
   content?: ContentInfo | null;
+  /** With `content`: recorded at once as its preview outcome (a type no renderer takes). */
+  noPreview?: string;
 }
 
 /** Inserts; returns undefined when the uuid already exists (idempotent command re-runs). */
 export async function insertEntry(sql: Sql, e: NewEntry): Promise<EntryRow | undefined> {
   const { rows } = await sql.query<EntryRow>(
-    `INSERT INTO entries (uuid, sid, parent, name, type, metadata, creator, owner, path, size, mime_type, sha256, content_version)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+    `INSERT INTO entries (uuid, sid, parent, name, type, metadata, creator, owner, path, size, mime_type, sha256, content_version, preview_of, preview_error)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE WHEN $14::text IS NULL THEN NULL ELSE $13 END, $14)
      ON CONFLICT (uuid) DO NOTHING RETURNING ${COLS}`,
     [e.uuid, e.sid, e.parent, e.name, e.type, JSON.stringify(e.metadata), e.creator, e.owner, e.path ?? null,
-      e.content?.size ?? null, e.content?.mimeType ?? null, e.content?.sha256 ?? null, e.content?.version ?? null],
+      e.content?.size ?? null, e.content?.mimeType ?? null, e.content?.sha256 ?? null, e.content?.version ?? null, e.content ? e.noPreview ?? null : null],
   );
   return rows[0];
 }

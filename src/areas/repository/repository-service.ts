@@ -208,13 +208,18 @@ export class RepositoryService {
     const row = draftEntry({
       uuid, sid, parent: parent.uuid, name: input.name, type: input.type, metadata: input.metadata, creator: p.user, owner,
     });
-    if (await store.nameTaken(this.db, sid, parent.uuid, input.name)) throw new AppError('NAME_EXISTS', `"${input.name}" already exists in this collection`);
+    // a name in use is refused by the unique index (entries_children) before anything is made on disk
+    const noPreview = content ? noPreviewFor(content.mimeType) : undefined;
     return transactionWithUndo(this.db, async (tx, onRollback) => {
-      const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid, content }, () => backend.create(row, parent)))!;
-      // with its content (a `contentByHash` backend's, written already): its preview is asked for in the same transaction
+      const stored = (await insertThenMake(tx, onRollback, backend, { ...row, parent: parent.uuid, content, noPreview }, () => backend.create(row, parent)))!;
+      // with its content (a `contentByHash` backend's, written already): its preview is asked for in the same
+      // transaction (a type no renderer takes has its "no preview" recorded by the insert)
       if (stored && content) await this.requestPreview(stored, tx);
       // a backend that keeps files fills in what the new (empty) file looks like
       return (backend.refresh ? await backend.refresh(entryRows(tx, sid), stored) : stored) ?? stored;
+    }).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === 'NAME_EXISTS') throw new AppError('NAME_EXISTS', `"${input.name}" already exists in this collection`);
+      throw err;
     });
   }
 
@@ -232,7 +237,8 @@ export class RepositoryService {
    */
   async ingest(p: Principal, doc: IntakeDocument): Promise<EntryRow> {
     const sid = doc.service;
-    let entry = await store.getEntry(this.db, sid, doc.uuid);
+    // a fresh claim's uuid is new: nothing to find
+    let entry = doc.fresh ? undefined : await store.getEntry(this.db, sid, doc.uuid);
     if (entry?.content_version && entry.sha256 === doc.sha256) return entry;
     // content addressed by hash: the bytes first, then the document with them in one transaction
     let content: ContentInfo | undefined;

@@ -110,6 +110,12 @@ export class TaskLists {
     few = false,
   ): Promise<ListRow> {
     const base = { tid: task.tid, creator: task.creator, owner: task.owner };
+    if (few && !header) {
+      // the common case in one statement: both lists, the items (checked as they are read) and the counter
+      const checked: ListItem[] = [];
+      for await (const item of items) checked.push(item);
+      return lists.createTaskLists(tx, base, input.metadata, checked);
+    }
     const list = await lists.createList(tx, { ...base, kind: 'input', metadata: input.metadata });
     await lists.createList(tx, { ...base, kind: 'output' });
     await insertItemsFrom(tx, list.lid, items, { newList: true, few });

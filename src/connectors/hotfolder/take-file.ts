@@ -88,13 +88,13 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
       source: c.dir, name, size: seen.size, mtimeMs: seen.mtimeMs, ino: seen.ino, sha256, docUuid: randomUUID(), tid: c.folder.task ? randomUUID() : null,
     });
     const first = await claimIt();
-    let { claim } = first;
-    if (!first.fresh && (claim.ino !== seen.ino || claim.sha256 !== sha256 || claim.size !== seen.size)) {
+    let { claim, fresh } = first;
+    if (!fresh && (claim.ino !== seen.ino || claim.sha256 !== sha256 || claim.size !== seen.size)) {
       // an unfinished claim of an earlier file at this name (replaced while the intake was down): settle it first
       await settleReplaced(c, claim);
-      ({ claim } = await claimIt());
+      ({ claim, fresh } = await claimIt());
     }
-    return await finishClaim(c, claim, fh);
+    return await finishClaim(c, claim, fh, fresh);
   } catch (err) {
     return { outcome: 'retry', err };
   } finally {
@@ -144,7 +144,8 @@ async function settleReplaced(c: TakeContext, claim: IntakeClaim): Promise<void>
   await c.ports.claims.release(claim.id);
 }
 
-async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle): Promise<TakeResult> {
+/** `fresh`: the claim was made by this take just now (its document cannot exist yet). */
+async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle, fresh = false): Promise<TakeResult> {
   const { ports, folder } = c;
   const values = placeholders(c, claim);
   let stored;
@@ -152,6 +153,7 @@ async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle): 
     stored = await ports.work.storeDocument({
       service: folder.store.service,
       uuid: claim.docUuid!,
+      fresh,
       ...(folder.store.collection ? { collection: folder.store.collection } : {}),
       name: claim.name,
       open: () => fh.createReadStream({ start: 0, autoClose: false }),

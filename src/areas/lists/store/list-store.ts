@@ -396,6 +396,28 @@ export async function insertItemRows(tx: Tx, lid: string, base: number, items: r
   );
 }
 
+/**
+ * A new task's two lists in one statement: the input list with `items` at
+ * positions 0, 1, ... and its counter, and the empty output list (a task
+ * created with few items; its row exists in the caller's transaction).
+ * Answers the input list.
+ */
+export async function createTaskLists(
+  tx: Tx, task: { tid: string; creator: string | null; owner: string | null }, metadata: Metadata, items: readonly StoreItem[],
+): Promise<ListRow> {
+  const [ids, hrefs, sids, uuids, metas] = columns(items);
+  const input = randomUUID();
+  const { rows } = await tx.query<ListRow>(
+    `WITH l AS (INSERT INTO lists (lid, kind, tid, name, metadata, creator, owner, item_count)
+                VALUES ($1, 'input', $7, NULL, $8, $9, $10, $11), ($12, 'output', $7, NULL, '{}', $9, $10, 0) RETURNING ${LIST_COLS}),
+          i AS (INSERT INTO list_items (id, lid, position, href, doc_sid, doc_uuid, metadata)
+                SELECT x.id, $1, x.ord - 1, x.href, x.doc_sid, x.doc_uuid, x.metadata FROM ${UNNEST})
+     SELECT ${LIST_COLS} FROM l WHERE lid = $1`,
+    [input, ids, hrefs, sids, uuids, metas, task.tid, JSON.stringify(metadata), task.creator, task.owner, items.length, randomUUID()],
+  ).catch(throwSqlError);
+  return rows[0]!;
+}
+
 /** Sets the list's counter once a bulk import has written its items (the list row is locked). */
 export async function setItemCount(tx: Tx, lid: string, count: number): Promise<void> {
   await tx.query('UPDATE lists SET item_count = $2, modified = now() WHERE lid = $1', [lid, count]);
