@@ -26,6 +26,13 @@ afterAll(async () => {
   silent?.close();
 });
 
+/**
+ * A request that waited on the silent Redis would not answer within the
+ * 15 s abort; "at once" is judged well below that, with room for a loaded
+ * machine (the suite runs files in parallel).
+ */
+const AT_ONCE_MS = 5000;
+
 const timed = async (path: string) => {
   const t0 = Date.now();
   const res = await fetch(`${rt.url}${path}`, { signal: AbortSignal.timeout(15_000) });
@@ -39,7 +46,7 @@ describe('Redis that does not answer', () => {
       const r = await timed('/readyz');
       expect(r.status).toBe(200);
       expect(JSON.parse(r.text).checks).toMatchObject({ database: 'ok', redis: 'not connected' });
-      expect(r.ms).toBeLessThan(1500);
+      expect(r.ms).toBeLessThan(AT_ONCE_MS);
     }
   });
 
@@ -49,7 +56,7 @@ describe('Redis that does not answer', () => {
       expect(r.status).toBe(200);
       expect(r.text).toMatch(/http_request_duration_seconds/);
       expect(r.text).not.toMatch(/queue_jobs\{/);
-      expect(r.ms).toBeLessThan(1500);
+      expect(r.ms).toBeLessThan(AT_ONCE_MS);
     }
   });
 });
