@@ -129,6 +129,14 @@ export interface JobContext {
    */
   readonly signal: AbortSignal;
   progress(value: number | Record<string, unknown>): Promise<void>;
+  /**
+   * Whether this run still holds its job's lock in Redis (renewing it when
+   * so): false once another worker may run the job (taken over from a worker
+   * that read dead, or a lock that lapsed), before the signal says so (the
+   * lock is renewed only every half lock period). Absent where no queue
+   * runs the handler (a direct call): the run is the only one.
+   */
+  holdsLock?(): Promise<boolean>;
 }
 
 export type JobHandler<N extends JobName> = (data: JobData<N>, ctx: JobContext) => Promise<void>;

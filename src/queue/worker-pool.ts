@@ -79,6 +79,7 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
             finalAttempt: job.attemptsMade + 1 >= attempts,
             signal: signal ?? new AbortController().signal,
             progress: (value: number | Record<string, unknown>) => job.updateProgress(value),
+            holdsLock: async () => token !== undefined && (await job.extendLock(token, lockDuration)) === 1,
           });
           running.add(run);
           try {

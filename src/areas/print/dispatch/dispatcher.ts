@@ -84,6 +84,14 @@ const TAIL_SLICE_MS = 50;
  * later run was interrupted between hand-off and acknowledgement and ends in
  * `error` "delivery uncertain" instead of being sent again.
  */
+/** A run that found a job in flight after a write tried again, and no longer holds its BullMQ lock: another run has the printer. */
+class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+  constructor(printer: string, job: string) {
+    super(`dispatch of printer "${printer}" was taken over by another run; job ${job} in flight is that run's, not delivered here`);
+  }
+}
+
 export class Dispatcher {
   /** When this process last wrote each printer's `last_printed` (a busy printer's row is written at most once a second). */
   private readonly lastPrintedWritten = new Map<string, number>();
@@ -101,7 +109,8 @@ export class Dispatcher {
     }, { once: true });
   }
 
-  async run(printer: string, ctx: Pick<JobContext, 'signal'>): Promise<void> {
+  async run(printer: string, ctx: Pick<JobContext, 'signal' | 'holdsLock'>): Promise<void> {
+    const owns = ctx.holdsLock ? () => ctx.holdsLock!() : async () => true;
     const { db, outbox } = this.deps;
     const stopping = () => this.deps.stopping?.aborted === true;
     if (stopping()) throw this.stopError(printer);
@@ -134,10 +143,10 @@ export class Dispatcher {
           throw new RunAgainError(step.delayMs, `printer "${printer}" waits ${step.delayMs} ms for job ${step.job.id}`);
         case 'preprocess':
           await this.preprocess(step.job, ctx.signal);
-          step = stopping() ? STOP : await this.claimStepByStep(printer, ctx.signal, step.job, false, true);
+          step = stopping() ? STOP : await this.claimStepByStep(printer, ctx.signal, owns, step.job, false, true);
           break;
         case 'deliver': {
-          const after = await this.deliver(step.job, step.printer, ctx.signal, step.document);
+          const after = await this.deliver(step.job, step.printer, ctx.signal, owns, step.document);
           if ('retryInMs' in after) throw new RunAgainError(after.retryInMs, `printer "${printer}" unreachable; job ${step.job.id} retried in ${after.retryInMs} ms`);
           step = after.next;
           break;
@@ -242,7 +251,9 @@ export class Dispatcher {
    * transaction (one commit per job instead of two); when the printer was
    * unreachable, the job is postponed and the run waits `retryInMs`.
    */
-  private async deliver(job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, document: Buffer | null | undefined): Promise<{ retryInMs: number } | { next: Step }> {
+  private async deliver(
+    job: PrintJobRow, printer: DeliveryPrinter, signal: AbortSignal, owns: () => Promise<boolean>, document: Buffer | null | undefined,
+  ): Promise<{ retryInMs: number } | { next: Step }> {
     const { db, blobs } = this.deps;
     const stage = job.stages.find((s) => s.stage === 'preprocessed');
     const doc = stage ?? { size: Number(job.size), mimeType: job.mime_type };
@@ -292,7 +303,7 @@ export class Dispatcher {
       // nothing was waiting: the run ends here (no transaction to ask why); a job committed since is the tail check's.
       // A write tried again may have handed a job off unseen, so it looks step by step.
       if (drained && !retried) return { next: { kind: 'idle', why: 'no waiting jobs' } };
-      return { next: await this.claimStepByStep(job.printer, signal, job, retried) };
+      return { next: await this.claimStepByStep(job.printer, signal, owns, job, retried) };
     }
     const recorded = await this.persistOutcome(job, signal, (attempt) => db.transaction(async (tx): Promise<{ retryInMs: number } | { next?: Step }> => {
       const outcome = await this.recordOutcome(tx, job, printer, failure);
@@ -310,20 +321,37 @@ export class Dispatcher {
     }));
     if ('retryInMs' in recorded) return { retryInMs: recorded.retryInMs };
     if (recorded.next) return { next: recorded.next };
-    return { next: await this.claimStepByStep(job.printer, signal, job, true) };
+    return { next: await this.claimStepByStep(job.printer, signal, owns, job, true) };
   }
 
   /**
    * A job of the printer in `processing` with its hand-off mark, other than
    * `done` (whose outcome is written): a hand-off committed unseen by a write
    * whose answer was lost (the connection cut with the answer to COMMIT) and
-   * tried again. It is this run's (one run per printer, under the dispatch
-   * lock) and not a byte of it was sent, so it is delivered in its turn; left
-   * alone, the next run's recovery would call it "delivery uncertain" (seen
-   * under repeated PostgreSQL outages in test/areas/print/dispatch/print-faults).
+   * tried again. Not a byte of it was sent, so it is delivered in its turn;
+   * left alone, the next run's recovery would call it "delivery uncertain"
+   * (seen under repeated PostgreSQL outages in
+   * test/areas/print/dispatch/print-faults).
+   *
+   * It is this run's only while this run still holds its BullMQ job's lock
+   * (`owns`, asked of Redis here): a worker cut off from the database for
+   * longer than the takeover needs reads dead, and another worker's run
+   * takes the printer over and hands off jobs of its own. Found in flight,
+   * such a job is being delivered by that run; delivering it here too would
+   * print it twice (seen with a network cut between a worker and
+   * PostgreSQL: test/areas/print/dispatch/dispatch-takeover). Without the
+   * lock this run ends and touches nothing. With it, no other run has run
+   * since this one started (a takeover changes the lock's token for good),
+   * so the job is this run's; a takeover from here on ends it "delivery
+   * uncertain" at most.
    */
-  private async handedOffUnseen(tx: Sql, printer: string, done: PrintJobRow | undefined): Promise<NextStep | undefined> {
+  private async handedOffUnseen(tx: Sql, printer: string, owns: () => Promise<boolean>, done: PrintJobRow | undefined): Promise<NextStep | undefined> {
     const job = (await inFlightJobs(tx, printer)).find((j) => j.id !== done?.id && j.status === 'processing' && j.handoff_at !== null);
+    if (job && !(await owns())) {
+      const lost = new LockLostError(printer, job.id);
+      this.deps.log.warn({ printer, job: job.id }, lost.message);
+      throw lost;
+    }
     const row = job ? await getPrinter(tx, printer) : undefined;
     return job && row ? { kind: 'deliver', job, printer: row } : undefined;
   }
@@ -351,7 +379,7 @@ export class Dispatcher {
    * waits meanwhile. Gives up (throws) when the run's signal aborts
    * (shutdown after the grace, lock lost) or the time is over: the job stays
    * in flight with its mark and ends "delivery uncertain", never delivered
-   * twice. A domain error (AppError) is not retried. `retried` says whether
+   * twice. A domain error (AppError) is not retried, nor a lost lock. `retried` says whether
    * a write was repeated (its first try may have committed unseen).
    */
   private async persistOutcome<T extends object>(job: PrintJobRow, signal: AbortSignal, write: (attempt: number) => Promise<T>): Promise<T & { retried: boolean }> {
@@ -361,7 +389,7 @@ export class Dispatcher {
       try {
         return { ...(await write(attempt)), retried: attempt > 1 };
       } catch (err) {
-        if (err instanceof AppError || signal.aborted || Date.now() + wait > deadline) throw err;
+        if (err instanceof AppError || err instanceof LockLostError || signal.aborted || Date.now() + wait > deadline) throw err;
         if (attempt === 1) this.deps.log.warn({ err, printer: job.printer, job: job.id }, 'a dispatch write (an outcome or a hand-off) was not taken by the database; kept and tried again when it answers');
         await sleep(wait, undefined, { signal }).catch(() => undefined);
         if (signal.aborted) throw err;
@@ -379,10 +407,12 @@ export class Dispatcher {
    * (`handedOffUnseen`). `done`: the job whose outcome is written (never
    * taken as unseen), or the job just preprocessed (which may be the one).
    */
-  private async claimStepByStep(printer: string, signal: AbortSignal, done: PrintJobRow, lookFirst: boolean, doneOpen = false): Promise<NextStep> {
+  private async claimStepByStep(
+    printer: string, signal: AbortSignal, owns: () => Promise<boolean>, done: PrintJobRow, lookFirst: boolean, doneOpen = false,
+  ): Promise<NextStep> {
     const { step } = await this.persistOutcome(done, signal, (attempt) => this.deps.db.transaction(async (tx) => {
       await lockPrinterDispatch(tx, printer);
-      const unseen = lookFirst || attempt > 1 ? await this.handedOffUnseen(tx, printer, doneOpen ? undefined : done) : undefined;
+      const unseen = lookFirst || attempt > 1 ? await this.handedOffUnseen(tx, printer, owns, doneOpen ? undefined : done) : undefined;
       return { step: unseen ?? await this.claimIn(tx, printer) };
     }));
     return step;

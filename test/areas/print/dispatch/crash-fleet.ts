@@ -16,7 +16,8 @@ export interface CrashFleet {
   pe: ProcessEnv;
   api: TestClient;
   db: pg.Client;
-  startWorker(): Promise<TestProcess>;
+  /** `env` adds to (or replaces) the fleet's environment for this worker (its own DATABASE_URL, say). */
+  startWorker(env?: Record<string, string>): Promise<TestProcess>;
   close(): Promise<void>;
 }
 
@@ -34,8 +35,8 @@ export async function startCrashFleet(config: { queues?: Record<string, unknown>
   await db.connect();
   return {
     pe, api, db,
-    async startWorker() {
-      const w = await startProcess('worker', pe.env);
+    async startWorker(env = {}) {
+      const w = await startProcess('worker', { ...pe.env, ...env });
       await waitLog(w, /workers running/);
       return w;
     },

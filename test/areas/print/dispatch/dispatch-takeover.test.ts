@@ -1,8 +1,10 @@
+import net from 'node:net';
 import { afterEach, expect, it } from 'vitest';
+import { TEST_DATABASE_URL } from '../../../helpers/env.js';
 import { eventually } from '../../../helpers/runtime.js';
 import { TcpSink } from '../../../helpers/tcp-sink.js';
 import type { TestProcess } from '../../../helpers/process.js';
-import { allFinal, allJobs, countReceipts, expectAtMostOnce, handedOff, startCrashFleet, submitAll, type CrashFleet } from './crash-fleet.js';
+import { allFinal, allJobs, countReceipts, dispatchJobState, expectAtMostOnce, handedOff, startCrashFleet, submitAll, type CrashFleet } from './crash-fleet.js';
 
 /**
  * A sooner, safe takeover of a dead worker's printers (issue 20, item 15),
@@ -17,6 +19,16 @@ import { allFinal, allJobs, countReceipts, expectAtMostOnce, handedOff, startCra
  * - SIGSTOP of the first for longer than the takeover needs, then SIGCONT:
  *   its connection stays open, so nothing is taken over; every job ends
  *   `processed`, none twice, none uncertain.
+ * - The first one's network to PostgreSQL cut (its connections go through a
+ *   proxy that drops them all and refuses new ones) while it lives and still
+ *   reaches Redis and the printers: its liveness lock frees, the second
+ *   takes its printers over and prints on each. Its outcomes sent just
+ *   before the cut commit with their next hand-offs while their answers are
+ *   lost; with the network back it writes them again and must not take
+ *   B's jobs in flight for those hand-offs (it did, and printed them twice).
+ *   Nothing is received twice; a job one run finds in flight of the other
+ *   ends "delivery uncertain" (two runs at once, kept apart by the dispatch
+ *   lock and the hand-off mark).
  */
 const PRINTERS = 6;
 const PER_PRINTER = 120;
@@ -41,7 +53,7 @@ const tookOver = (w: TestProcess) => w.logs.filter((l) => /took over a job of a 
  * Printers and their backlog, then worker A alone until every printer is
  * printing through it, then worker B (idle: every dispatch job is A's).
  */
-async function twoWorkers(): Promise<{ a: TestProcess; b: TestProcess; idOf: Map<string, string> }> {
+async function twoWorkers(aEnv: Record<string, string> = {}): Promise<{ a: TestProcess; b: TestProcess; idOf: Map<string, string> }> {
   // BullMQ's default lock (30 s) and reconcile interval (60 s): only the takeover can be sooner
   fleet = await startCrashFleet({
     queues: { concurrency: { default: 2, print: 32 } },
@@ -53,7 +65,7 @@ async function twoWorkers(): Promise<{ a: TestProcess; b: TestProcess; idOf: Map
     expect(res.status, JSON.stringify(res.body)).toBe(200);
   }
   const idOf = await submitAll(fleet.api, JOBS, printerOf);
-  const a = await fleet.startWorker();
+  const a = await fleet.startWorker(aEnv);
   await eventually(async () => (sinks.every((s) => s.jobs().length >= 2) ? true : undefined), 120_000, 50);
   const b = await fleet.startWorker();
   // still a backlog on every printer, all of it A's
@@ -106,4 +118,110 @@ it('SIGSTOP of the worker running every printer, longer than the takeover takes,
   expect(final.filter((r) => r.status !== 'processed')).toEqual([]);
   await expectAtMostOnce(fleet!, final, receipts(), idOf, []);
   expect(tookOver(b)).toEqual([]);
+}, 400_000);
+
+/**
+ * A TCP proxy to PostgreSQL whose connections can be cut and refused until
+ * `restore`. `cut` first drops the answers for `quietMs` while the requests
+ * still go through (statements sent then commit, their answers are lost:
+ * the worker cannot tell whether they did), then drops every connection.
+ */
+async function cuttableProxy(): Promise<{ url: string; cut(quietMs: number): Promise<void>; restore(): void; close(): Promise<void> }> {
+  const target = new URL(TEST_DATABASE_URL);
+  const sockets = new Set<net.Socket>();
+  let down = false;
+  let quiet = false;
+  const track = (s: net.Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => {});
+  };
+  const server = net.createServer((client) => {
+    track(client);
+    if (down || quiet) {
+      client.destroy();
+      return;
+    }
+    const upstream = net.connect({ host: target.hostname, port: Number(target.port || 5432) });
+    track(upstream);
+    client.on('data', (chunk: Buffer) => upstream.write(chunk));
+    upstream.on('data', (chunk: Buffer) => {
+      if (!quiet && !down) client.write(chunk);
+    });
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const url = new URL(TEST_DATABASE_URL);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.toString(),
+    async cut(quietMs) {
+      quiet = true;
+      await new Promise((r) => setTimeout(r, quietMs));
+      down = true;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      down = false;
+      quiet = false;
+    },
+    close: () => new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+it('the network between the worker running every printer and PostgreSQL cut, answers lost: the other worker takes over and prints on each, nothing received twice', async () => {
+  const proxy = await cuttableProxy();
+  try {
+    const { a, b, idOf } = await twoWorkers({ DATABASE_URL: proxy.url });
+    const processedPerPrinter = async () => {
+      const rows = await allJobs(fleet!.db);
+      return Array.from({ length: PRINTERS }, (_, i) => rows.filter((j) => j.printer === `tk-${i}` && j.status === 'processed').length);
+    };
+    // A's outcomes of the jobs being delivered commit, with their next hand-offs, and A never hears of it
+    await proxy.cut(300);
+    // what A sent before the cut is done by now: a statement PostgreSQL had received completes without its answer
+    await new Promise((r) => setTimeout(r, 1000));
+    const inFlightAtCut = (await handedOff(fleet!.db)).map((j) => j.id);
+    expect(inFlightAtCut.length).toBeLessThanOrEqual(PRINTERS);
+    const atCut = await processedPerPrinter();
+    // A lives, cut off from the database: B proves it dead (its liveness lock is free) and prints on every printer
+    // the network back as soon as B has taken every printer over: A writes its outcomes again, sees they are
+    // in, and looks for the hand-offs it could not see, while B is delivering jobs of its own
+    await eventually(async () => (tookOver(b).length >= PRINTERS ? true : undefined), 30_000, 50);
+    proxy.restore();
+    let now = atCut;
+    await eventually(async () => ((now = await processedPerPrinter()).every((n, i) => n > atCut[i]!) ? true : undefined), 30_000, 100).catch(async (err: Error) => {
+      // the printers that did not print again: their dispatch job in BullMQ, their jobs, and what each worker said about them
+      const stuck = now.map((n, i) => (n > atCut[i]! ? undefined : `tk-${i}`)).filter((p): p is string => p !== undefined);
+      const rows = (await allJobs(fleet!.db)).filter((j) => stuck.includes(j.printer) && j.status !== 'processed' && j.status !== 'waitprocessing');
+      const about = (w: TestProcess) => w.logs.filter((l) => stuck.some((p) => l.includes(`"${p}"`) || l.includes(`.${p}"`))).slice(-15);
+      throw new Error([`${err.message}: processed per printer at the cut ${JSON.stringify(atCut)}, now ${JSON.stringify(now)}`,
+        ...(await Promise.all(stuck.map((p) => dispatchJobState(fleet!.pe.prefix, p)))), `jobs: ${JSON.stringify(rows)}`,
+        'A:', ...about(a), 'B:', ...about(b)].join('\n'), { cause: err });
+    });
+    expect(a.child.exitCode).toBeNull();
+    const final = await allFinal(fleet!.db, JOBS);
+    // at most once: no job received twice, every processed one once and whole. Not "exactly the jobs in flight at
+    // the cut are uncertain": A lives, and with the network back its runs hand off and deliver jobs of their own
+    // beside B's until its lock renewal fails; a job of one run that the other's opening finds in flight ends
+    // "delivery uncertain" (received once at most), never sent again
+    const got = receipts();
+    const tagOfId = new Map([...idOf].map(([tag, id]) => [id, tag]));
+    expect([...got].filter(([, r]) => r.copies > 1)).toEqual([]);
+    expect(final.filter((r) => r.status === 'processed' && got.get(tagOfId.get(r.id)!)?.whole !== 1).map((r) => r.id)).toEqual([]);
+    const uncertain = final.filter((r) => r.status === 'error');
+    expect(uncertain.filter((r) => r.message !== 'delivery uncertain')).toEqual([]);
+    expect(inFlightAtCut.filter((id) => final.find((r) => r.id === id)?.status === 'processed' && got.get(tagOfId.get(id)!)?.whole !== 1)).toEqual([]);
+    // A's runs whose outcome write was tried again after the cut found B's jobs in flight and left them (before the fix: delivered them too)
+    const leftToB = a.logs.filter((l) => /taken over by another run/.test(l)).length;
+    console.log(`network cut: ${tookOver(b).length} runs taken over; ${uncertain.length} uncertain of ${JOBS} `
+      + `(in flight at the cut: ${inFlightAtCut.length}); A's runs that found B's job in flight and left it: ${leftToB}`);
+  } finally {
+    await proxy.close();
+  }
 }, 400_000);
