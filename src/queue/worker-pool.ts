@@ -61,16 +61,6 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
   const lockDuration = opts.lockDurationMs ?? DEFAULT_LOCK_MS;
   let closed = false;
   let paused = false;
-  // BullMQ's pause and resume are asynchronous: one after the other, each bringing the workers to the state wanted last
-  let pausing: Promise<void> = Promise.resolve();
-  const applyPause = () => {
-    pausing = pausing.then(async () => {
-      if (closed) return;
-      await Promise.all(workers.map((w) => (paused ? w.pause(true) : w.resume()).catch((err: unknown) => {
-        opts.log.warn({ err, paused }, 'a worker did not pause or resume');
-      })));
-    });
-  };
   // the handlers running in this process: a close returns only once they have ended (or a bound passed)
   const running = new Set<Promise<unknown>>();
   const startAll = () => {
@@ -139,7 +129,7 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
       worker.on('ready', () => outage.ready());
       workers.push(worker);
       // paused before the workers started (the database lost meanwhile)
-      if (paused) applyPause();
+      if (paused) void worker.pause(true).catch(() => undefined);
     }
   };
   // a worker takes jobs the moment it connects: none before the prefix is known to be this deployment's
@@ -150,12 +140,12 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
     pause: () => {
       if (paused || closed) return;
       paused = true;
-      applyPause();
+      for (const w of workers) void w.pause(true).catch(() => undefined);
     },
     resume: () => {
       if (!paused || closed) return;
       paused = false;
-      applyPause();
+      for (const w of workers) w.resume();
     },
     // Worker.close() waits for running jobs to finish: drain before Redis goes away.
     // Bounded, so that a Redis that is gone cannot hold the shutdown forever; jobs
