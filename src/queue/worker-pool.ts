@@ -19,13 +19,6 @@ export interface WorkerPool {
    * pause and abort interrupt items, not jobs: `areas/tasks/actions/item-interrupts.ts`.)
    */
   cancel(jobId: string, reason?: string): boolean;
-  /**
-   * Takes no new job until `resume` (the runs in progress go on): while this
-   * process cannot reach the database, a job it took would fail at once and
-   * spend one of its attempts, where a worker that can would run it.
-   */
-  pause(): void;
-  resume(): void;
   /** Lets running jobs finish (up to `timeoutMs`), aborts the rest, then stops. */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -60,7 +53,6 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
   const workers: Worker[] = [];
   const lockDuration = opts.lockDurationMs ?? DEFAULT_LOCK_MS;
   let closed = false;
-  let paused = false;
   // the handlers running in this process: a close returns only once they have ended (or a bound passed)
   const running = new Set<Promise<unknown>>();
   const startAll = () => {
@@ -128,8 +120,6 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
       worker.on('error', (err) => outage.error(err));
       worker.on('ready', () => outage.ready());
       workers.push(worker);
-      // paused before the workers started (the database lost meanwhile)
-      if (paused) void worker.pause(true).catch(() => undefined);
     }
   };
   // a worker takes jobs the moment it connects: none before the prefix is known to be this deployment's
@@ -137,16 +127,6 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
   else startAll();
   return {
     cancel: (jobId, reason = 'cancelled') => workers.some((w) => w.cancelJob(jobId, reason)),
-    pause: () => {
-      if (paused || closed) return;
-      paused = true;
-      for (const w of workers) void w.pause(true).catch(() => undefined);
-    },
-    resume: () => {
-      if (!paused || closed) return;
-      paused = false;
-      for (const w of workers) w.resume();
-    },
     // Worker.close() waits for running jobs to finish: drain before Redis goes away.
     // Bounded, so that a Redis that is gone cannot hold the shutdown forever; jobs
     // still running then are asked to stop (their signal) and given a moment.

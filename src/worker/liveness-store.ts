@@ -33,26 +33,17 @@ export interface LivenessWitness {
 
 /**
  * Takes a fresh identity's lock; undefined on PGlite (one process: there is
- * no other worker to take anything over). `on.lost` and `on.held` follow the
- * lock (its connection lost, the lock held again on a new one). A new identity is drawn when
+ * no other worker to take anything over). A new identity is drawn when
  * another session holds the one drawn (two identities with the same
  * `hashtext`).
  */
-export async function holdLiveness(
-  db: Database, log: Logger, on: { lost?: () => void; held?: () => void } = {},
-): Promise<LivenessWitness | undefined> {
+export async function holdLiveness(db: Database, log: Logger): Promise<LivenessWitness | undefined> {
   if (!db.holdLock) return undefined;
   for (;;) {
     const identity = `${WORKER_IDENTITY_PREFIX}${randomUUID()}`;
     const lock: HeldLock | undefined = await db.holdLock(LIVENESS_LOCK_CLASS, identity, {
-      onLost: (err) => {
-        log.warn({ err, identity }, 'liveness connection lost: other workers may take this worker\'s printers over; reconnecting');
-        on.lost?.();
-      },
-      onHeld: () => {
-        log.info({ identity }, 'liveness lock held again');
-        on.held?.();
-      },
+      onLost: (err) => log.warn({ err, identity }, 'liveness connection lost: other workers may take this worker\'s printers over; reconnecting'),
+      onHeld: () => log.info({ identity }, 'liveness lock held again'),
       onRefused: () => log.error({ identity }, 'liveness lock held by another session; trying again'),
     });
     if (lock) return { identity, held: () => lock.held(), release: () => lock.release() };

@@ -36,10 +36,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
   // their name, so that another process can prove this one dead and take its printers over at once.
   // Without it (the lock could not be taken) the workers run unnamed, and a crash waits for BullMQ's lock.
   let witness: LivenessWitness | undefined;
-  // While the lock is lost (the database unreachable from here) the workers take no new job: one taken would
-  // fail at once and spend an attempt (a printer's dispatch job spent all five in a network cut of 15 s and
-  // stalled until the reconcile pass), where a worker that reaches the database, or this one once back, runs it.
-  const witnessed = holdLiveness(s.db, log, { lost: () => workers.pause(), held: () => workers.resume() }).then((w) => void (witness = w), (err: unknown) => {
+  const witnessed = holdLiveness(s.db, log).then((w) => void (witness = w), (err: unknown) => {
     log.error({ err }, 'cannot hold the liveness lock: this worker\'s jobs cannot be taken over sooner after a crash');
   });
   const workers: WorkerPool = startWorkers(jobHandlers(s, areas, workersStopped.signal, workersStopping.signal), {

@@ -86,33 +86,4 @@ describe('job queue (real Redis, own prefix)', () => {
       expect(ended!).toBeLessThanOrEqual(closed);
     }
   });
-
-  it('pause takes no new job while the running one goes on; resume takes the waiting ones (a worker cut off from the database)', async () => {
-    const q = createJobQueue(opts);
-    const ran: string[] = [];
-    let release!: () => void;
-    const first = new Promise<void>((resolve) => (release = resolve));
-    const workers = startWorkers({
-      'preview.render': async (d) => {
-        ran.push(d.version);
-        if (d.version === 'v1') await first;
-      },
-    }, { ...opts, concurrency: 1 });
-    try {
-      await q.enqueue('preview.render', { sid: 's', uuid: CID, version: 'v1' });
-      await eventually(async () => (ran.includes('v1') ? true : undefined));
-      workers.pause();
-      await q.enqueue('preview.render', { sid: 's', uuid: CID, version: 'v2' });
-      release();
-      // the running job ended; the waiting one is not taken while paused
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(ran).toEqual(['v1']);
-      workers.resume();
-      await eventually(async () => (ran.includes('v2') ? true : undefined));
-      expect(ran).toEqual(['v1', 'v2']);
-    } finally {
-      await workers.close(2000);
-      await q.close();
-    }
-  });
 });
