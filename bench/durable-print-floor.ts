@@ -28,6 +28,7 @@ import { parseArgs } from 'node:util';
 import Router from '@koa/router';
 import Koa from 'koa';
 import pg from 'pg';
+import { exitOnStop } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -98,27 +99,13 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, app.callback());
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const { port } = server.address() as AddressInfo;
 
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  setTimeout(() => process.exit(1), 10_000).unref();
+exitOnStop('durable-print-floor', async () => {
   server.closeAllConnections();
   server.close();
   await pool.end();
   await outcomes.end();
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await admin.end();
-  process.exit(0);
-};
-const stopNow = () => void stop().catch((err: unknown) => {
-  console.error('durable-print-floor: cleanup failed', err);
-  process.exit(1);
 });
-process.on('SIGTERM', stopNow);
-process.on('SIGINT', stopNow);
-process.stdin.on('end', stopNow);
-process.stdin.on('error', stopNow);
-process.stdin.resume();
 
 process.stdout.write(`${JSON.stringify({ bench: 'durable-print', url: `http://127.0.0.1:${port}`, pid: process.pid, schema })}\n`);

@@ -34,7 +34,7 @@ import Router from '@koa/router';
 import { Queue, Worker } from 'bullmq';
 import Koa from 'koa';
 import pg from 'pg';
-import { dropRedisPrefix } from './lib.js';
+import { dropRedisPrefix, exitOnStop } from './lib.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -89,11 +89,7 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, app.callback());
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const { port } = server.address() as AddressInfo;
 
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  setTimeout(() => process.exit(1), 10_000).unref();
+exitOnStop('durable-tasks-server', async () => {
   server.closeAllConnections();
   server.close();
   await worker.close();
@@ -105,17 +101,6 @@ const stop = async () => {
     await admin.end();
   }
   await dropRedisPrefix(args.redis!, schema);
-  process.exit(0);
-};
-// a failed cleanup (the database gone first) still ends the process, with a non-zero code
-const stopNow = () => void stop().catch((err: unknown) => {
-  console.error('durable-tasks-server: cleanup failed', err);
-  process.exit(1);
 });
-process.on('SIGTERM', stopNow);
-process.on('SIGINT', stopNow);
-process.stdin.on('end', stopNow);
-process.stdin.on('error', stopNow);
-process.stdin.resume();
 
 process.stdout.write(`${JSON.stringify({ bench: 'durable-tasks', url: `http://127.0.0.1:${port}`, pid: process.pid, schema })}\n`);

@@ -552,3 +552,27 @@ export function writeResult(bench: string, options: Record<string, unknown>, res
   console.log(`result file: ${path.relative(process.cwd(), file) || file}`);
   return file;
 }
+
+/**
+ * A floor server's ending: on SIGTERM, SIGINT or its stdin closing (the
+ * benchmark gone), `cleanup` runs once, then the process exits 0; a cleanup
+ * that fails (the database gone first) or takes over 10 s still ends it,
+ * with 1.
+ */
+export function exitOnStop(name: string, cleanup: () => Promise<void>): void {
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    setTimeout(() => process.exit(1), 10_000).unref();
+    cleanup().then(() => process.exit(0), (err: unknown) => {
+      console.error(`${name}: cleanup failed`, err);
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.stdin.on('end', stop);
+  process.stdin.on('error', stop);
+  process.stdin.resume();
+}
