@@ -13,6 +13,16 @@ function chain(err: unknown): Error[] {
   return out;
 }
 
+/** Whether `err` (or one of its causes) says the database cannot be reached: its connection went away or cannot be made. */
+export function isDatabaseUnreachable(err: unknown): boolean {
+  return chain(err).some(connectionLost);
+}
+
+function connectionLost(e: Error): boolean {
+  const code = (e as NodeJS.ErrnoException).code;
+  return (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) || CONNECTION_MESSAGES.test(e.message);
+}
+
 /**
  * Translates a failure of a resource the server depends on into an answer a
  * client can act on: the database unreachable (503 `DATABASE_UNAVAILABLE`,
@@ -28,7 +38,7 @@ export function translateResourceError(err: unknown): AppError | undefined {
     if (typeof code === 'string' && STORAGE_CODES.has(code)) {
       return new AppError('STORAGE_FULL', 'the server has no storage left for this; try again once an operator has made room', undefined, { 'Retry-After': '60' });
     }
-    if ((typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) || CONNECTION_MESSAGES.test(e.message)) {
+    if (connectionLost(e)) {
       return new AppError('DATABASE_UNAVAILABLE', 'the database cannot be reached right now; try again shortly', undefined, { 'Retry-After': '5' });
     }
   }

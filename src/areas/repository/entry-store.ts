@@ -367,6 +367,8 @@ export interface LockedSubtree {
   size: number;
   /** With `users`: the tasks in status processing that use an entry of the subtree. */
   users?: TaskRef[];
+  /** The ids of the subtree's entries. */
+  uuids: string[];
 }
 
 type TaskRow = { tid: string; sid: string; status: string };
@@ -431,7 +433,7 @@ export async function lockSubtree(tx: Sql, sid: string, uuid: string, opts: { us
   if (!root) return undefined;
   // the tasks after the entries (the lock order): in a statement of its own, whose snapshot is taken
   // once the entries are locked, and whose share locks return each task row's latest version
-  return { root, size: rows.length, ...(opts.users ? { users: await lockUsers(tx, rows.map((r) => r.uuid)) } : {}) };
+  return { root, size: rows.length, uuids: rows.map((r) => r.uuid), ...(opts.users ? { users: await lockUsers(tx, rows.map((r) => r.uuid)) } : {}) };
 }
 
 /** Is `ancestor` the entry itself or above it? (moves into oneself are refused) */

@@ -390,6 +390,11 @@ export class RepositoryService {
       if (locked.root.parent === null) throw new AppError('ROOT_PROTECTED', 'the root collection cannot be deleted');
       if (opts.unlessInUse) refuseUsers(locked.users ?? [], 'cannot delete');
       await store.deleteEntry(tx, sid, uuid);
+      // Once more after the delete, in a statement of its own: `users` found the tasks through the items its
+      // snapshot had, and an item appended just after it, with a start of its task, may both have committed
+      // since (seen in test/api/churn). A start committed before this statement is seen here; one that
+      // commits later ran after the delete, and its item fails, naming the document.
+      if (opts.unlessInUse) refuseUsers(await store.activeTasksUsing(tx, locked.uuids), 'cannot delete');
       // The disk last: should COMMIT still fail, rows without files are what the next read drops.
       await backend.remove(locked.root);
       return locked.size;
@@ -449,6 +454,8 @@ export class RepositoryService {
       return await this.db.transaction(async (tx) => {
         const locked = await store.getEntry(tx, sid, uuid, true);
         if (!locked) throw new AppError('ENTRY_NOT_FOUND', `entry ${uuid} was deleted while its content was written`, { sid, uuid });
+        // the in-use rule again under the lock: a task using the document may have started during the upload
+        if (!known?.created) refuseUsers(await store.activeTasksUsing(tx, [uuid]), 'cannot change the content');
         await staged.commit(locked);
         const updated = await store.setContent(tx, sid, uuid, { size: staged.size, mimeType, sha256: staged.sha256, version: staged.sha256 }, noPreviewFor(mimeType));
         await this.requestPreview(updated, tx);
@@ -463,12 +470,19 @@ export class RepositoryService {
     const { backend } = this.backend(sid);
     const entry = await this.get(p, sid, uuid, 'write');
     if (entry.type !== 'document') throw methodNotAllowed('COLLECTION_CONTENT_UNSUPPORTED', `entry ${uuid} is a collection; it has no content`);
-    if (!backend.contentDelete || !backend.deleteContent) {
+    const removeContent = backend.contentDelete ? backend.deleteContent?.bind(backend) : undefined;
+    if (!removeContent) {
       throw methodNotAllowed('CONTENT_DELETE_UNSUPPORTED', `service "${sid}" keeps content with every document; delete the document instead`);
     }
     await this.refuseIfInUse(sid, entry, 'cannot delete the content');
-    await backend.deleteContent(entry);
-    await store.setContent(this.db, sid, uuid, null);
+    await this.db.transaction(async (tx) => {
+      // under the entry's lock, the in-use rule once more (a start may have committed since), the disk last
+      const locked = await store.getEntry(tx, sid, uuid, true);
+      if (!locked) throw new AppError('ENTRY_NOT_FOUND', `no entry ${uuid} in service "${sid}"`, { sid, uuid });
+      refuseUsers(await store.activeTasksUsing(tx, [uuid]), 'cannot delete the content');
+      await store.setContent(tx, sid, uuid, null);
+      await removeContent(locked);
+    });
   }
 
   /**

@@ -200,4 +200,72 @@ describe('issue 20: task hardening', () => {
     }
     expect((await call('admin', 'GET', `/v1/services/store/repo/${uuid}`)).status).toBe(200);
   }, 60_000);
+
+  it('race: an item naming a document appended, and its task started, after the delete looked for users and before it deleted: the delete answers 409 DOCUMENT_IN_USE', async () => {
+    const uuid = await createDoc('admin', 'late.pdf', {});
+    const tid = await createTask('admin', [{ href: 'https://example.org/other.pdf', metadata: { mock: { delayMs: 2000 } } }]);
+    const c = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path="${pe.schema}"` });
+    await c.connect();
+    try {
+      // the delete statement of this document pauses (after the users were looked for, under the entry's lock)
+      await c.query(`
+        CREATE TABLE slow_delete (uuid uuid);
+        CREATE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF OLD.uuid IN (SELECT uuid FROM slow_delete) THEN PERFORM pg_sleep(2); END IF;
+          RETURN OLD;
+        END $$;
+        CREATE TRIGGER slow_delete BEFORE DELETE ON entries FOR EACH ROW EXECUTE FUNCTION slow_delete();`);
+      await c.query('INSERT INTO slow_delete VALUES ($1)', [uuid]);
+      const del = call('admin', 'DELETE', `/v1/services/store/repo/${uuid}`);
+      await eventually(async () => {
+        const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE 'DELETE FROM entries%'`);
+        return rows[0]!.n > 0 ? true : undefined;
+      }, 10_000, 20);
+      // meanwhile an item naming the document is appended to the task, and the task starts: both commit
+      const appended = await call('admin', 'POST', `/v1/services/demo/tasks/${tid}/input`, { href: docHref(uuid), metadata: { mock: { delayMs: 0 } } });
+      expect(appended.status, JSON.stringify(appended.body)).toBe(200);
+      expect((await start('admin', tid)).status).toBe(204);
+      const res = await del;
+      // before the fix: 204, the document gone under a task in status processing that uses it
+      expect(res.status, JSON.stringify(res.body)).toBe(409);
+      expect(res.body.code).toBe('DOCUMENT_IN_USE');
+      expect(res.body.details.tasks).toMatchObject([{ tid, status: 'processing' }]);
+      expect((await call('admin', 'GET', `/v1/services/store/repo/${uuid}`)).status).toBe(200);
+    } finally {
+      await c.query('DROP TRIGGER IF EXISTS slow_delete ON entries; DROP FUNCTION IF EXISTS slow_delete(); DROP TABLE IF EXISTS slow_delete').catch(() => {});
+      await c.end();
+    }
+  }, 60_000);
+
+  it('race: a content upload during which a task using the document starts is refused at its end (409 DOCUMENT_IN_USE), the content unchanged', async () => {
+    const uuid = await createDoc('admin', 'upload.pdf', {});
+    const put = (body: RequestInit['body']) => fetch(`${proc.url}/v1/services/store/repo/${uuid}/content`, {
+      method: 'PUT', headers: { authorization: `Bearer ${tokens.admin}`, 'content-type': 'application/pdf' }, body, duplex: 'half',
+    } as RequestInit);
+    expect((await put('%PDF-1.4 first')).status).toBe(204);
+    const tid = await createTask('admin', [{ href: docHref(uuid), metadata: { mock: { delayMs: 3000 } } }]);
+    // an upload that sends its first bytes, then waits for the start before it ends
+    let finish!: () => void;
+    const started = new Promise<void>((r) => (finish = r));
+    const body = new ReadableStream<Uint8Array>({
+      async start(ctl) {
+        ctl.enqueue(new TextEncoder().encode('%PDF-1.4 second '));
+        await started;
+        ctl.enqueue(new TextEncoder().encode('written while the task ran'));
+        ctl.close();
+      },
+    });
+    const upload = put(body);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await start('admin', tid)).status).toBe(204);
+    finish();
+    const res = await upload;
+    const answer = await res.json() as { code?: string };
+    // before the fix: 204, the content replaced under the running task
+    expect(res.status, JSON.stringify(answer)).toBe(409);
+    expect(answer.code).toBe('DOCUMENT_IN_USE');
+    const now = await fetch(`${proc.url}/v1/services/store/repo/${uuid}/content`, { headers: { authorization: `Bearer ${tokens.admin}` } });
+    expect(await now.text()).toBe('%PDF-1.4 first');
+  }, 60_000);
 });
