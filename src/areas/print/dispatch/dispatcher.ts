@@ -6,6 +6,7 @@ import type { BlobStore } from '../../../blobs/blob-store.js';
 import { PrintDeliveryError, type Acknowledgement, type DeliveryWatch, type PrintBackendContext } from '../../../connectors/print-backends/print-backend.js';
 import { printBackendFor } from '../../../connectors/print-backends/registry.js';
 import { AppError } from '../../../errors/app-error.js';
+import { isDatabaseUnreachable } from '../../../errors/resource-errors.js';
 import { jobDocumentFile, openJobDocument } from '../jobs/job-document.js';
 import type { JobStage, PrintJobRow } from '../jobs/store/job-row.js';
 import { deliveredAndNext, openRun, printLog, printLogAboutJob, setStages, transitionJob, type DeliveryPrinter } from '../jobs/store/job-store.js';
@@ -61,6 +62,8 @@ export const backoffMs = (attempts: number, retry: { baseMs: number; maxMs: numb
 
 /** How soon a run left by a stopping worker may be taken by another (the printer's jobs wait meanwhile). */
 const STOP_RETRY_MS = 100;
+/** Longest pause (before jitter) between runs of a printer that cannot reach the database. */
+const UNREACHABLE_RETRY_MAX_MS = 5000;
 
 /** How long after a run found its queue empty it looks once more (a job committed while the run was ending). */
 const TAIL_CHECK_MS = 250;
@@ -95,6 +98,8 @@ class LockLostError extends Error {
 export class Dispatcher {
   /** When this process last wrote each printer's `last_printed` (a busy printer's row is written at most once a second). */
   private readonly lastPrintedWritten = new Map<string, number>();
+  /** Runs of each printer in a row that failed because the database could not be reached (their backoff). */
+  private readonly unreachable = new Map<string, number>();
   /** The printers' acknowledged deliveries and next hand-offs, several printers to a statement when they come together. */
   private readonly outcomes: OutcomeBatcher;
 
@@ -109,7 +114,37 @@ export class Dispatcher {
     }, { once: true });
   }
 
+  /**
+   * One dispatch run of `printer`. A run that fails because the database
+   * cannot be reached from here spends none of its BullMQ job's attempts: it
+   * runs again later (`RunAgainError`, backoff 250 ms doubling to 5 s per
+   * printer, with jitter). The attempts are for faults of the run itself; a
+   * worker cut off from the database would otherwise take the job back at
+   * each retry, fail it at once and spend them all, and the printer would
+   * stop until the reconciler's next pass, while a worker that reaches the
+   * database could print (seen with a network cut lasting the whole takeover:
+   * test/areas/print/dispatch/dispatch-takeover). What the failed run left in
+   * flight is the next run's to recover, as after any failure.
+   */
   async run(printer: string, ctx: Pick<JobContext, 'signal' | 'holdsLock'>): Promise<void> {
+    try {
+      await this.runSteps(printer, ctx);
+      this.unreachable.delete(printer);
+    } catch (err) {
+      const unreachable = !(err instanceof RunAgainError || err instanceof LockLostError) && !ctx.signal.aborted && isDatabaseUnreachable(err);
+      if (!unreachable) {
+        this.unreachable.delete(printer);
+        throw err;
+      }
+      const n = (this.unreachable.get(printer) ?? 0) + 1;
+      this.unreachable.set(printer, n);
+      const delay = Math.round(Math.min(250 * 2 ** (n - 1), UNREACHABLE_RETRY_MAX_MS) * (0.5 + Math.random()));
+      this.deps.log.warn({ err, printer, failures: n }, `dispatch of printer "${printer}" cannot reach the database; run again in ${delay} ms (no attempt spent)`);
+      throw new RunAgainError(delay, `printer "${printer}": the database cannot be reached; run again in ${delay} ms`);
+    }
+  }
+
+  private async runSteps(printer: string, ctx: Pick<JobContext, 'signal' | 'holdsLock'>): Promise<void> {
     const owns = ctx.holdsLock ? () => ctx.holdsLock!() : async () => true;
     const { db, outbox } = this.deps;
     const stopping = () => this.deps.stopping?.aborted === true;

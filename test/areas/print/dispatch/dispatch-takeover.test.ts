@@ -28,7 +28,9 @@ import { allFinal, allJobs, countReceipts, dispatchJobState, expectAtMostOnce, h
  *   B's jobs in flight for those hand-offs (it did, and printed them twice).
  *   Nothing is received twice; a job one run finds in flight of the other
  *   ends "delivery uncertain" (two runs at once, kept apart by the dispatch
- *   lock and the hand-off mark).
+ *   lock and the hand-off mark). Cut for the whole takeover, the runs it
+ *   still takes fail at once and spend no attempt (they spent all five of a
+ *   printer's dispatch job, which stayed failed until the reconcile pass).
  */
 const PRINTERS = 6;
 const PER_PRINTER = 120;
@@ -174,7 +176,15 @@ async function cuttableProxy(): Promise<{ url: string; cut(quietMs: number): Pro
   };
 }
 
-it('the network between the worker running every printer and PostgreSQL cut, answers lost: the other worker takes over and prints on each, nothing received twice', async () => {
+/**
+ * Worker A's network to PostgreSQL cut while it runs every printer (see the
+ * file's comment). `quietMs`: how long its answers are dropped before the
+ * connections are (statements sent then commit unseen). `restore`: the
+ * network comes back once B has taken every printer over (A then writes its
+ * outcomes again while B delivers), or only once B printed on every printer
+ * (A stays cut throughout: the runs it takes fail at once, and must not spend the dispatch job's attempts).
+ */
+async function networkCut(quietMs: number, restore: 'after takeover' | 'after printing'): Promise<void> {
   const proxy = await cuttableProxy();
   try {
     const { a, b, idOf } = await twoWorkers({ DATABASE_URL: proxy.url });
@@ -183,7 +193,7 @@ it('the network between the worker running every printer and PostgreSQL cut, ans
       return Array.from({ length: PRINTERS }, (_, i) => rows.filter((j) => j.printer === `tk-${i}` && j.status === 'processed').length);
     };
     // A's outcomes of the jobs being delivered commit, with their next hand-offs, and A never hears of it
-    await proxy.cut(300);
+    await proxy.cut(quietMs);
     // what A sent before the cut is done by now: a statement PostgreSQL had received completes without its answer
     await new Promise((r) => setTimeout(r, 1000));
     const inFlightAtCut = (await handedOff(fleet!.db)).map((j) => j.id);
@@ -192,8 +202,10 @@ it('the network between the worker running every printer and PostgreSQL cut, ans
     // A lives, cut off from the database: B proves it dead (its liveness lock is free) and prints on every printer
     // the network back as soon as B has taken every printer over: A writes its outcomes again, sees they are
     // in, and looks for the hand-offs it could not see, while B is delivering jobs of its own
-    await eventually(async () => (tookOver(b).length >= PRINTERS ? true : undefined), 30_000, 50);
-    proxy.restore();
+    if (restore === 'after takeover') {
+      await eventually(async () => (tookOver(b).length >= PRINTERS ? true : undefined), 30_000, 50);
+      proxy.restore();
+    }
     let now = atCut;
     await eventually(async () => ((now = await processedPerPrinter()).every((n, i) => n > atCut[i]!) ? true : undefined), 30_000, 100).catch(async (err: Error) => {
       // the printers that did not print again: their dispatch job in BullMQ, their jobs, and what each worker said about them
@@ -205,6 +217,9 @@ it('the network between the worker running every printer and PostgreSQL cut, ans
         'A:', ...about(a), 'B:', ...about(b)].join('\n'), { cause: err });
     });
     expect(a.child.exitCode).toBeNull();
+    // cut off, A's runs failed for want of the database: none of them spent an attempt of a printer's dispatch job
+    if (restore === 'after printing') expect(a.logs.filter((l) => /job attempt failed|job failed/.test(l))).toEqual([]);
+    proxy.restore();
     const final = await allFinal(fleet!.db, JOBS);
     // at most once: no job received twice, every processed one once and whole. Not "exactly the jobs in flight at
     // the cut are uncertain": A lives, and with the network back its runs hand off and deliver jobs of their own
@@ -219,9 +234,17 @@ it('the network between the worker running every printer and PostgreSQL cut, ans
     expect(inFlightAtCut.filter((id) => final.find((r) => r.id === id)?.status === 'processed' && got.get(tagOfId.get(id)!)?.whole !== 1)).toEqual([]);
     // A's runs whose outcome write was tried again after the cut found B's jobs in flight and left them (before the fix: delivered them too)
     const leftToB = a.logs.filter((l) => /taken over by another run/.test(l)).length;
-    console.log(`network cut: ${tookOver(b).length} runs taken over; ${uncertain.length} uncertain of ${JOBS} `
+    console.log(`network cut (${quietMs} ms of lost answers, restored ${restore}): ${tookOver(b).length} runs taken over; ${uncertain.length} uncertain of ${JOBS} `
       + `(in flight at the cut: ${inFlightAtCut.length}); A's runs that found B's job in flight and left it: ${leftToB}`);
   } finally {
     await proxy.close();
   }
+}
+
+it('the network between the worker running every printer and PostgreSQL cut, its last answers lost, back once the other took over: the other prints on each, nothing received twice', async () => {
+  await networkCut(300, 'after takeover');
+}, 400_000);
+
+it('the network between the worker running every printer and PostgreSQL cut for the whole takeover: the other prints on every printer within 30 s (failed runs of the cut one spend no attempt), nothing received twice', async () => {
+  await networkCut(0, 'after printing');
 }, 400_000);
