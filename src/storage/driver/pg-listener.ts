@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { APPLICATION_NAME } from './application-name.js';
 
 const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 const MAX_DELAY_MS = 10_000;
@@ -24,7 +25,7 @@ export async function pgListen(url: string, channel: string, handler: (payload: 
   };
 
   const connect = async (): Promise<void> => {
-    const client = new pg.Client({ connectionString: url, keepAlive: true });
+    const client = new pg.Client({ connectionString: url, keepAlive: true, application_name: APPLICATION_NAME });
     client.on('notification', (msg) => {
       if (msg.channel === channel) deliver(msg.payload ?? '');
     });

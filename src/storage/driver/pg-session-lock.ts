@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { HELD_LOCK_RETAKE_MAX_MS, type HeldLock, type HeldLockEvents } from './database.js';
+import { APPLICATION_NAME } from './application-name.js';
 
 /**
  * Takes `pg_try_advisory_lock(lockClass, hashtext(key))` on a connection of
@@ -19,7 +20,7 @@ export async function pgHoldLock(url: string, lockClass: number, key: string, ev
 
   /** A connected client holding the lock, or undefined when another session holds it. */
   const take = async (): Promise<pg.Client | undefined> => {
-    const client = new pg.Client({ connectionString: url, keepAlive: true });
+    const client = new pg.Client({ connectionString: url, keepAlive: true, application_name: APPLICATION_NAME });
     client.on('error', (err) => lost(client, err));
     client.on('end', () => lost(client, new Error('connection ended')));
     try {

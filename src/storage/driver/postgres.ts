@@ -2,6 +2,7 @@ import pg from 'pg';
 import { runAfterCommit, type Database, type QueryResult, type Tx } from './database.js';
 import { pgListen } from './pg-listener.js';
 import { pgHoldLock } from './pg-session-lock.js';
+import { APPLICATION_NAME } from './application-name.js';
 
 // bigint counts and sizes fit comfortably in a double here; keep them numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -42,7 +43,7 @@ async function takeClient(pool: pg.Pool): Promise<pg.PoolClient> {
 /** PostgreSQL server through a `pg` pool pinned to one schema. */
 export async function openPostgres(opts: PostgresOptions): Promise<Database> {
   // The schema must exist before pooled connections put it on their search_path.
-  const setup = new pg.Client({ connectionString: opts.url });
+  const setup = new pg.Client({ connectionString: opts.url, application_name: APPLICATION_NAME });
   setup.on('error', () => {}); // a failed statement rejects; the event alone must not end the process
   await setup.connect();
   try {
@@ -56,6 +57,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<Database> {
   }
   const pool = new pg.Pool({
     connectionString: opts.url,
+    application_name: APPLICATION_NAME,
     max: opts.poolSize,
     options: `-c search_path="${opts.schema}" -c TimeZone=UTC -c DateStyle=ISO`,
   });

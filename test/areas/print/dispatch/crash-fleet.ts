@@ -97,6 +97,21 @@ export const allJobs = async (db: pg.Client) =>
 export const handedOff = async (db: pg.Client) => (await allJobs(db)).filter((j) => j.status === 'processing' && j.handoff_at !== null);
 
 /**
+ * `handedOff` once the sessions of `killed` (exited) have ended: a statement
+ * PostgreSQL had received before the kill still runs and commits (an
+ * outcome with the next hand-off, found only after the process was gone),
+ * and a session ends only then (`application_name` `wcr:<pid>`).
+ */
+export async function leftInFlight(db: pg.Client, killed: TestProcess): Promise<JobRow[]> {
+  await killed.exited;
+  await eventually(async () => {
+    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [`wcr:${killed.child.pid}`]);
+    return rows[0]!.n === 0 ? true : undefined;
+  }, 30_000, 20);
+  return handedOff(db);
+}
+
+/**
  * Waits until all `count` jobs are `processed` or `error`; when they do not
  * get there in time, the error says how many were in which state, per
  * printer for those not final (so a failure in a loaded run can be read).
@@ -141,7 +156,12 @@ export async function expectAtMostOnce(fleet: CrashFleet, final: JobRow[], got: 
   expect([...got.keys()].filter((t) => !idOf.has(t))).toEqual([]);
   const errors = final.filter((r) => r.status === 'error');
   const processed = final.filter((r) => r.status === 'processed');
-  expect(errors.map((r) => r.id).sort()).toEqual([...new Set(inFlightAtKill.flat())].sort());
+  const wanted = new Set(inFlightAtKill.flat());
+  const odd = [...errors.map((r) => r.id).filter((id) => !wanted.has(id)), ...[...wanted].filter((id) => !errors.some((r) => r.id === id))];
+  // the jobs where the verdict and the kills disagree, with their logs (what each run did with them)
+  const why = await Promise.all(odd.slice(0, 6).map(async (id) => `job ${id}: ${JSON.stringify(final.find((r) => r.id === id))}\n  `
+    + (await fleet.api.get(`/v3/jobs/${id}/logs`)).body.map((l: { date?: string; text: string }) => `${l.date ?? ''} ${l.text}`).join('\n  ')));
+  expect(errors.map((r) => r.id).sort(), why.join('\n')).toEqual([...wanted].sort());
   expect(errors.filter((r) => r.message !== 'delivery uncertain')).toEqual([]);
   expect(processed.filter((r) => got.get(tagOfId.get(r.id)!)?.whole !== 1).map((r) => r.id)).toEqual([]);
   expect(processed.length + errors.length).toBe(idOf.size);

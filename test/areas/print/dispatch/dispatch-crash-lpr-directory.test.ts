@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LpdReceiver } from '../../../helpers/lpd-receiver.js';
 import { eventually } from '../../../helpers/runtime.js';
-import { allFinal, countReceipts, expectAtMostOnce, handedOff, payload, repeatJob, startCrashFleet, submitAll, tagOf, type CrashFleet } from './crash-fleet.js';
+import { allFinal, countReceipts, expectAtMostOnce, handedOff, leftInFlight, payload, repeatJob, startCrashFleet, submitAll, tagOf, type CrashFleet } from './crash-fleet.js';
 
 /**
  * The crash property of dispatch-crash-many for the LPR and directory
@@ -81,8 +81,7 @@ it('kill -9 of the worker during LPR and directory hand-offs: all final, none re
         return tags;
       }, 150_000, 5));
     }
-    await worker.exited;
-    inFlightAtKill.push((await handedOff(db)).map((j) => j.id));
+    inFlightAtKill.push((await leftInFlight(db, worker)).map((j) => j.id));
     worker = await fleet.startWorker();
   }
   const final = await allFinal(db, JOBS);

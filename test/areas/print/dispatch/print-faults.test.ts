@@ -148,7 +148,15 @@ it(`fault: ${OUTAGES} PostgreSQL outages of ${OUTAGE_MS / 1000} s under print lo
   await eventually(async () => (after.every((b) => deliveries().has(b)) ? true : undefined), 60_000 - (Date.now() - lastBack), 100)
     .catch(async (err: Error) => { throw new Error(`${err.message}\n${await diagnosis()}`); });
   const final = await until(submitter, ids, ['processed', 'error', 'canceled'], 180_000);
-  expect(final.filter((j) => j.status !== 'processed').map((j) => `${j.id} ${j.printer}: ${j.status} ${j.message}`)).toEqual([]);
+  const notProcessed = final.filter((j) => j.status !== 'processed');
+  // what became of them: each one's log and the worker's lines about it and its printer
+  const why = await Promise.all(notProcessed.slice(0, 3).map(async (j) => {
+    const { rows } = await submitter.services.db.query<{ at: Date; text: string }>(
+      'SELECT at, text FROM print_logs WHERE job_id = $1 ORDER BY id', [j.id]);
+    return [`job ${j.id}:`, ...rows.map((r) => `  ${r.at.toISOString()} ${r.text}`),
+      ...worker.logs.filter((l) => l.includes(`"${j.printer}"`) || l.includes(`.${j.printer}"`)).slice(-30)].join('\n');
+  }));
+  expect(notProcessed.map((j) => `${j.id} ${j.printer}: ${j.status} ${j.message}`), why.join('\n')).toEqual([]);
   expect(twice()).toEqual([]);
   expect(workerErrors(worker)).toEqual([]);
   expect(worker.child.exitCode).toBeNull();
