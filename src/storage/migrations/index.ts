@@ -21,6 +21,7 @@ import { m025Deployment } from './025-deployment.js';
 import { m026TaskProgress } from './026-task-progress.js';
 import { m027MessageEvents } from './027-message-events.js';
 import { m028TaskHooks } from './028-task-hooks.js';
+import { m029PrintHandoffToken } from './029-print-handoff-token.js';
 
 /** A forward-only schema change; `id`s are applied in order, each once. */
 export interface Migration {
@@ -46,4 +47,5 @@ export interface Migration {
  * start against a database that applied an edited one fails (`migrate.ts`).
  */
 export const MIGRATIONS: readonly Migration[] = [m001Init, m002RepoGenerations, m003Outbox, m004JobRecreations, m005ConnectorLeases, m006Tasks, m007TaskItemStates, m008Lists, m009Print, m010ListItemIngest, m013OutboxRowTrigger, m016PrintDocuments, m017PrintJobListing, m018IntakeFiles, m020TaskPrincipal,
-  m021PrintTaskJobs, m022PanelsConfigSessions, m023Messages, m024Events, m025Deployment, m026TaskProgress, m027MessageEvents, m028TaskHooks];
+  m021PrintTaskJobs, m022PanelsConfigSessions, m023Messages, m024Events, m025Deployment, m026TaskProgress, m027MessageEvents, m028TaskHooks,
+  m029PrintHandoffToken];

@@ -64,6 +64,20 @@ export async function waitingJobs(tx: Sql, printer: string): Promise<PrintJobRow
   return rows;
 }
 
+/**
+ * The printer's one job in flight, when it was handed off by a run's opening
+ * under one of `tokens` (`handoff_token`, open-run.sql) and nothing else is
+ * in flight; locked. Undefined otherwise.
+ */
+export async function inFlightUnder(tx: Sql, printer: string, tokens: readonly string[]): Promise<PrintJobRow | undefined> {
+  const { rows } = await tx.query<PrintJobRow & { mine: boolean }>(
+    `SELECT ${JOB_COLUMNS}, handoff_token = ANY($2::uuid[]) AS mine FROM print_jobs
+      WHERE printer = $1 AND status IN ('preprocessing', 'processing') FOR UPDATE`, [printer, [...tokens]]);
+  if (rows.length !== 1 || !rows[0]!.mine || rows[0]!.status !== 'processing' || rows[0]!.handoff_at === null) return undefined;
+  const { mine: _mine, ...job } = rows[0]!;
+  return job;
+}
+
 /** Locks a job that this run put in flight; undefined when an operator or a recovery changed it meanwhile. */
 export async function lockInFlight(tx: Sql, job: PrintJobRow): Promise<PrintJobRow | undefined> {
   const { rows } = await tx.query<PrintJobRow>(`SELECT ${JOB_COLUMNS} FROM print_jobs WHERE id = $1 FOR UPDATE`, [job.id]);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,7 +21,7 @@ import { getPrinter, recordDeviceError } from '../printers/printer-store.js';
 import { OutcomeBatcher, type OutcomeBatching } from './outcome-batcher.js';
 import { pageInfo } from '../documents/page-info.js';
 import { claimNext, recoverInFlight, type NextStep } from './claim.js';
-import { canceledInDelivery, inFlightJobs, lockInFlight, lockPrinterDispatch, printersWithReadyWork, relaxCommit } from './dispatch-store.js';
+import { canceledInDelivery, inFlightJobs, inFlightUnder, lockInFlight, lockPrinterDispatch, printersWithReadyWork, relaxCommit } from './dispatch-store.js';
 
 export interface DispatcherDeps {
   db: Database;
@@ -64,6 +65,8 @@ export const backoffMs = (attempts: number, retry: { baseMs: number; maxMs: numb
 const STOP_RETRY_MS = 100;
 /** Longest pause (before jitter) between runs of a printer that cannot reach the database. */
 const UNREACHABLE_RETRY_MAX_MS = 5000;
+/** Tokens of lost openings kept per printer (each failed opening adds one; the next opening that answers uses them). */
+const UNSENT_OPENINGS_KEPT = 8;
 
 /** How long after a run found its queue empty it looks once more (a job committed while the run was ending). */
 const TAIL_CHECK_MS = 250;
@@ -98,6 +101,8 @@ class LockLostError extends Error {
 export class Dispatcher {
   /** When this process last wrote each printer's `last_printed` (a busy printer's row is written at most once a second). */
   private readonly lastPrintedWritten = new Map<string, number>();
+  /** Tokens of this process's run openings per printer whose answer was lost (`unsentOpening`). */
+  private readonly unsentOpenings = new Map<string, string[]>();
   /** Runs of each printer in a row that failed because the database could not be reached (their backoff). */
   private readonly unreachable = new Map<string, number>();
   /** The printers' acknowledged deliveries and next hand-offs, several printers to a statement when they come together. */
@@ -150,10 +155,19 @@ export class Dispatcher {
     const stopping = () => this.deps.stopping?.aborted === true;
     if (stopping()) throw this.stopError(printer);
     // the common case in one statement: the lock free, nothing in flight, the head handed off or nothing waiting
-    const opened = await openRun(db, printer);
+    const unsent = this.unsentOpenings.get(printer) ?? [];
+    this.unsentOpenings.delete(printer);
+    const token = randomUUID();
+    const opened = await openRun(db, printer, token).catch((err: unknown) => {
+      // the connection broke: the statement may have committed a hand-off whose answer was lost (nothing of it sent)
+      if (isDatabaseUnreachable(err)) this.unsentOpenings.set(printer, [...unsent, token].slice(-UNSENT_OPENINGS_KEPT));
+      throw err;
+    });
     let step: Step = opened.next ?? (opened.drained ? { kind: 'idle', why: 'no waiting jobs' } : await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
       await lockPrinterDispatch(tx, printer);
+      const mine = unsent.length > 0 ? await this.unsentOpening(tx, printer, unsent) : undefined;
+      if (mine) return mine;
       const n = await recoverInFlight(tx, printer);
       if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
       return claimNext(tx, outbox, printer, { locked: true });
@@ -389,6 +403,26 @@ export class Dispatcher {
     }
     const row = job ? await getPrinter(tx, printer) : undefined;
     return job && row ? { kind: 'deliver', job, printer: row } : undefined;
+  }
+
+  /**
+   * A job this process's run opening handed off (open-run.sql) while the
+   * connection broke before the answer came: the run failed without knowing
+   * whether the hand-off committed, and sent nothing. Found in flight under
+   * one of those openings' tokens, the only job in flight, under the
+   * dispatch lock, it is delivered now instead of ended "delivery
+   * uncertain": nobody else delivers a job under this process's token (a
+   * run of another process that found it in flight first ended it
+   * uncertain, and it is not in flight any more). Seen under repeated
+   * PostgreSQL outages (test/areas/print/dispatch/print-faults): a cut while
+   * an opening ran left its job uncertain.
+   */
+  private async unsentOpening(tx: Sql, printer: string, tokens: readonly string[]): Promise<NextStep | undefined> {
+    const job = await inFlightUnder(tx, printer, tokens);
+    const row = job ? await getPrinter(tx, printer) : undefined;
+    if (!job || !row) return undefined;
+    await printLog(tx, { jobId: job.id, printer, level: 'warning', text: 'the hand-off committed but its answer was lost (the database connection broke); nothing was sent: delivered now' });
+    return { kind: 'deliver', job, printer: row };
   }
 
   /**

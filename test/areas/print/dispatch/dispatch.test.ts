@@ -250,4 +250,48 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
     expect(tailQueries).toBe(1);
     expect(s.connections).toHaveLength(0);
   });
+
+  it("a run opening whose answer is lost (the connection broke after the hand-off committed): the same process's next run delivers the job, another process's ends it uncertain", async () => {
+    const ctx = { attempt: 1, finalAttempt: false, signal: new AbortController().signal, progress: async () => {} };
+    /** A database that runs the next run opening's statement, then loses its answer. */
+    const losingOpening = () => {
+      let lose = true;
+      return new Proxy(rt.services.db, {
+        get: (target, prop, receiver) => (prop === 'query'
+          ? async (text: string, params?: unknown[]) => {
+            const result = await target.query(text, params);
+            if (lose && text.includes('fl AS (SELECT (SELECT locked FROM lk)')) {
+              lose = false;
+              throw new Error('Connection terminated unexpectedly');
+            }
+            return result;
+          }
+          : Reflect.get(target, prop, receiver)),
+      });
+    };
+    for (const [printer, sameProcess] of [['lost-same', true], ['lost-other', false]] as const) {
+      const s = await sink();
+      await addPrinter(rt, printer, s.connection, { paused: true });
+      const { id } = await submit(rt, printer, `${printer} job\n`);
+      await settled(rt, printer);
+      await setPrinter(rt, printer, { paused: false });
+      const run = dispatchHandlers({ ...rt.services, db: losingOpening() })['print.dispatch']!;
+      // the run fails (no attempt spent: the database could not be reached), its job handed off and not sent
+      await expect(run({ printer }, ctx)).rejects.toThrow(/cannot be reached/);
+      expect((await jobs(rt, [id]))[0]).toMatchObject({ status: 'processing' });
+      expect(s.connections).toHaveLength(0);
+      const next = sameProcess ? run : dispatchHandlers(rt.services)['print.dispatch']!;
+      await next({ printer }, ctx);
+      const [job] = await until(rt, [id], ['processed', 'error']);
+      if (sameProcess) {
+        // before: "delivery uncertain", though nothing had been sent
+        expect(job).toMatchObject({ status: 'processed' });
+        expect(s.received().map(String)).toEqual([`${printer} job\n`]);
+        expect(await logText(rt, id)).toMatch(/answer was lost .* nothing was sent: delivered now/);
+      } else {
+        expect(job).toMatchObject({ status: 'error', message: 'delivery uncertain' });
+        expect(s.connections).toHaveLength(0);
+      }
+    }
+  });
 });

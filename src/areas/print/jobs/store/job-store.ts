@@ -24,8 +24,8 @@ const clip = (text: string): string => text.slice(0, LOG_TEXT_MAX);
 
 const HAND_OFF_HEAD = sqlFile(new URL('./statements/includes/hand-off-head.sql', import.meta.url));
 /** includes/hand-off-head.sql, its rows read only once `after` holds. */
-const handOffHead = (after: string) => fillSql(HAND_OFF_HEAD, {
-  after, waiting_heads: waitingHeads('$1'), waiting: SQL_WAITING, deliverable: SQL_DELIVERABLE, job_columns_j: jobColumns('j'), log_text_max: String(LOG_TEXT_MAX),
+const handOffHead = (after: string, handoffToken = 'NULL::uuid') => fillSql(HAND_OFF_HEAD, {
+  after, handoff_token: handoffToken, waiting_heads: waitingHeads('$1'), waiting: SQL_WAITING, deliverable: SQL_DELIVERABLE, job_columns_j: jobColumns('j'), log_text_max: String(LOG_TEXT_MAX),
 }, 'hand-off-head.sql');
 
 const INSERT_JOB = sqlFile(new URL('./statements/insert-job.sql', import.meta.url), { job_columns: JOB_COLUMNS });
@@ -39,7 +39,7 @@ const TRANSITION = sqlFile(new URL('./statements/transition.sql', import.meta.ur
 const CLAIM_NEXT = sqlFile(new URL('./statements/claim-next.sql', import.meta.url), { hand_off_head: handOffHead('true') });
 const OPEN_RUN = sqlFile(new URL('./statements/open-run.sql', import.meta.url), {
   dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
-  hand_off_head: handOffHead('(SELECT clear FROM fl)'),
+  hand_off_head: handOffHead('(SELECT clear FROM fl)', '$2::uuid'),
   waiting_heads: waitingHeads('$1'),
 });
 const DELIVERED_AND_NEXT = sqlFile(new URL('./statements/delivered-and-next.sql', import.meta.url), {
@@ -260,14 +260,14 @@ export async function claimHead(tx: Sql, printer: string): Promise<HandedOff | u
 
 /**
  * A run's opening in the common case (statements/open-run.sql, one
- * autocommitted statement): `next` the job handed off; else `drained` when
+ * autocommitted statement; `token` is written with the hand-off): `next` the job handed off; else `drained` when
  * the dispatch lock was free, nothing was in flight and no job waited (the
  * run may end); else neither, and nothing changed: the caller opens the run
  * in a transaction (the lock waited for, what is in flight recovered, the
  * next step decided in code).
  */
-export async function openRun(sql: Sql, printer: string): Promise<{ next?: HandedOff; drained: boolean }> {
-  const { rows } = await sql.query<HandedOffRow & { locked: boolean; clear: boolean; drained: boolean }>(OPEN_RUN, [printer]);
+export async function openRun(sql: Sql, printer: string, token: string): Promise<{ next?: HandedOff; drained: boolean }> {
+  const { rows } = await sql.query<HandedOffRow & { locked: boolean; clear: boolean; drained: boolean }>(OPEN_RUN, [printer, token]);
   const { locked: _l, clear, drained, ...claimed } = rows[0]!;
   if (claimed.id) return { next: handedOff(printer, claimed as HandedOffRow), drained: false };
   return { drained: clear && drained };

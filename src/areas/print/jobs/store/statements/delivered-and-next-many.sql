@@ -57,7 +57,7 @@ h AS (SELECT j.id, j.status, j.attempts FROM p
   CROSS JOIN LATERAL (SELECT id FROM (:waiting_heads_of_p) hd ORDER BY priority DESC, seq LIMIT 1) hd
   JOIN print_jobs j ON j.id = hd.id
   WHERE j.status IN :waiting AND (SELECT locked FROM lk) FOR UPDATE OF j),
-c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), attempts = j.attempts + 1
+c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), handoff_token = NULL, attempts = j.attempts + 1
   FROM h
   WHERE j.id = h.id AND h.status IN :deliverable
     AND NOT (h.status = 'postponed' AND j.next_attempt_at > now())

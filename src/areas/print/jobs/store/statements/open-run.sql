@@ -10,11 +10,14 @@
 -- (the lock waited for, then every read after it).
 --
 --   :dispatch_lock_class  job-row.ts DISPATCH_LOCK_CLASS
---   :hand_off_head        includes/hand-off-head.sql with :after = `clear`
+--   :hand_off_head        includes/hand-off-head.sql with :after = `clear`,
+--                         :handoff_token = `$2::uuid`
 --   :waiting_heads        job-row.ts `waitingHeads('$1')`
 --
 -- Parameters:
 --   $1  text  the printer
+--   $2  uuid  the run's token, written with the hand-off (`handoff_token`:
+--             a run whose answer was lost knows its own hand-off again)
 --
 -- Locks, in order: the printer's dispatch lock (advisory, transaction
 -- scoped, tried: never waited for); the head job's row (FOR UPDATE).

@@ -34,7 +34,9 @@ WITH u AS (UPDATE print_jobs SET status = $2, updated = now(),
     attempts = CASE WHEN $10 THEN 0 WHEN $12 THEN attempts + 1 ELSE attempts END,
     next_attempt_at = CASE WHEN $10 THEN NULL WHEN $13::bigint IS NOT NULL THEN now() + $13::bigint * interval '1 millisecond' ELSE next_attempt_at END,
     -- a requeued job (repeat, resume, move) starts a new delivery
-    handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END
+    handoff_at = CASE WHEN $9 THEN NULL ELSE CASE $11::text WHEN 'set' THEN now() WHEN 'clear' THEN NULL ELSE handoff_at END END,
+    -- only a run's opening writes a token with its hand-off (open-run.sql): any other change of the mark drops it
+    handoff_token = CASE WHEN $9 OR $11::text IN ('set', 'clear') THEN NULL ELSE handoff_token END
   WHERE id = $1 RETURNING :job_columns),
 l AS (INSERT INTO print_logs (job_id, printer, level, text) SELECT id, printer, $14, $15 FROM u)
 SELECT * FROM u

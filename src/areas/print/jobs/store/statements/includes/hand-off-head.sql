@@ -3,7 +3,8 @@
 -- in the case that needs no decision in code: the printer is enabled, not
 -- paused, not redirected, and its head job (priority desc, then queue
 -- position) is due and needs no flow. Marks the hand-off (state
--- `processing`, `handoff_at`, one more attempt) and writes its log line.
+-- `processing`, `handoff_at`, `handoff_token`, one more attempt) and writes
+-- its log line.
 -- Yields `c` (the job handed off, JOB_COLUMNS; or no row) and `p` (its
 -- printer's name, connection and last error).
 --
@@ -14,6 +15,8 @@
 --   :deliverable     job-row.ts SQL_DELIVERABLE
 --   :job_columns_j   job-row.ts JOB_COLUMNS of `j`
 --   :log_text_max    job-store.ts LOG_TEXT_MAX
+--   :handoff_token   the run's token written with the hand-off (open-run.sql:
+--                    `$2::uuid`), or NULL
 --
 -- Locks: the head job's row, FOR UPDATE, after the dispatch lock. The
 -- statement's snapshot may predate a wait for that lock, so the head's
@@ -24,7 +27,7 @@ p AS (SELECT name, connection, error FROM printers
 h AS (SELECT id, status, attempts FROM print_jobs
   WHERE id = (SELECT id FROM (:waiting_heads) h ORDER BY priority DESC, seq LIMIT 1)
     AND status IN :waiting AND :after FOR UPDATE),
-c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), attempts = j.attempts + 1
+c AS (UPDATE print_jobs j SET status = 'processing', updated = now(), handoff_at = now(), handoff_token = :handoff_token, attempts = j.attempts + 1
   FROM h, p
   WHERE j.id = h.id AND h.status IN :deliverable
     AND NOT (h.status = 'postponed' AND j.next_attempt_at > now())
