@@ -70,12 +70,9 @@ export async function waitingJobs(tx: Sql, printer: string): Promise<PrintJobRow
  * in flight; locked. Undefined otherwise.
  */
 export async function inFlightUnder(tx: Sql, printer: string, tokens: readonly string[]): Promise<PrintJobRow | undefined> {
-  const { rows } = await tx.query<PrintJobRow & { mine: boolean }>(
-    `SELECT ${JOB_COLUMNS}, handoff_token = ANY($2::uuid[]) AS mine FROM print_jobs
-      WHERE printer = $1 AND status IN ('preprocessing', 'processing') FOR UPDATE`, [printer, [...tokens]]);
-  if (rows.length !== 1 || !rows[0]!.mine || rows[0]!.status !== 'processing' || rows[0]!.handoff_at === null) return undefined;
-  const { mine: _mine, ...job } = rows[0]!;
-  return job;
+  const rows = await inFlightJobs(tx, printer);
+  const job = rows.length === 1 ? rows[0]! : undefined;
+  return job && job.status === 'processing' && job.handoff_at !== null && job.handoff_token !== null && tokens.includes(job.handoff_token) ? job : undefined;
 }
 
 /** Locks a job that this run put in flight; undefined when an operator or a recovery changed it meanwhile. */

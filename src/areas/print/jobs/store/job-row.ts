@@ -41,6 +41,8 @@ export interface PrintJobRow {
   attempts: number;
   next_attempt_at: Date | null;
   handoff_at: Date | null;
+  /** The token of the run opening that handed it off (open-run.sql), else null (migration 029). */
+  handoff_token: string | null;
 }
 
 /**
@@ -51,7 +53,7 @@ export interface PrintJobRow {
  */
 export const JOB_COLUMN_NAMES = ['id', 'status', 'printer', 'redirected_from', 'creator', 'owner', 'name', 'file_name', 'mime_type', 'size',
   'blob_sha256', 'copies', 'priority', 'pages', 'checkin', 'task', 'flow', 'stages', 'keep_tempfiles', 'retention_sec', 'finished', 'message',
-  'created', 'updated', 'seq', 'attempts', 'next_attempt_at', 'handoff_at'] as const satisfies readonly (keyof PrintJobRow)[];
+  'created', 'updated', 'seq', 'attempts', 'next_attempt_at', 'handoff_at', 'handoff_token'] as const satisfies readonly (keyof PrintJobRow)[];
 /** JOB_COLUMN_NAMES as a select list, each qualified by `alias` when given (`j.id, j.status, …`). */
 export const jobColumns = (alias?: string): string => JOB_COLUMN_NAMES.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
 export const JOB_COLUMNS = jobColumns();
