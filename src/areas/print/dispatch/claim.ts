@@ -47,10 +47,10 @@ export async function recoverInFlight(tx: Sql, printer: string): Promise<number>
  * redirected one hands its waiting jobs on; a postponed head job not yet due
  * makes the printer wait.
  */
-export async function claimNext(tx: Sql, outbox: Outbox, name: string, opts: { locked?: boolean } = {}): Promise<NextStep> {
+export async function claimNext(tx: Sql, outbox: Outbox, name: string, opts: { locked?: boolean; token?: string } = {}): Promise<NextStep> {
   if (!opts.locked) await lockPrinterDispatch(tx, name);
   // the common case in one statement (the lock is held, so this statement's snapshot sees every earlier run's commit)
-  const claimed = await claimHead(tx, name);
+  const claimed = await claimHead(tx, name, opts.token);
   if (claimed) return claimed;
   // the rest (held, redirected, empty, not yet due, flow to run): read and decided step by step
   const printer = await getPrinter(tx, name);

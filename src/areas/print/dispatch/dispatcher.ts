@@ -170,7 +170,11 @@ export class Dispatcher {
       if (mine) return mine;
       const n = await recoverInFlight(tx, printer);
       if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
-      return claimNext(tx, outbox, printer, { locked: true });
+      return claimNext(tx, outbox, printer, { locked: true, token });
+    }).catch((err: unknown) => {
+      // the same for the opening's transaction: its COMMIT may have been the answer lost
+      if (isDatabaseUnreachable(err)) this.unsentOpenings.set(printer, [...unsent, token].slice(-UNSENT_OPENINGS_KEPT));
+      throw err;
     }));
     for (;;) {
       if (ctx.signal.aborted) {

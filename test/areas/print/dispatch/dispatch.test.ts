@@ -6,6 +6,7 @@ import { AREAS } from '../../../../src/areas/index.js';
 import { dropQueues, eventually, type TestRuntime } from '../../../helpers/runtime.js';
 import { TcpSink } from '../../../helpers/tcp-sink.js';
 import { INLINE_DOCUMENT_MAX } from '../../../../src/areas/print/jobs/job-document.js';
+import { lockPrinterDispatch } from '../../../../src/areas/print/dispatch/dispatch-store.js';
 import { addPrinter, jobs, settled, logText, setPrinter, startDispatchRuntime, submit, until, wake } from './harness.js';
 
 let rt: TestRuntime;
@@ -293,5 +294,49 @@ describe('dispatch engine', { timeout: 90_000 }, () => {
         expect(s.connections).toHaveLength(0);
       }
     }
+  });
+
+  it("the same when the opening took the transaction path (the lock busy) and its COMMIT's answer is lost: the same process's next run delivers the job", async () => {
+    const ctx = { attempt: 1, finalAttempt: false, signal: new AbortController().signal, progress: async () => {} };
+    let lose = true;
+    // a database whose next transaction commits, then loses its answer
+    const losingCommit = new Proxy(rt.services.db, {
+      get: (target, prop, receiver) => (prop === 'transaction'
+        ? async (fn: Parameters<typeof target.transaction>[0]) => {
+          const result = await target.transaction(fn);
+          if (lose) {
+            lose = false;
+            throw new Error('Connection terminated unexpectedly');
+          }
+          return result;
+        }
+        : Reflect.get(target, prop, receiver)),
+    });
+    const s = await sink();
+    await addPrinter(rt, 'lost-commit', s.connection, { paused: true });
+    const { id } = await submit(rt, 'lost-commit', 'lost-commit job\n');
+    await settled(rt, 'lost-commit');
+    await setPrinter(rt, 'lost-commit', { paused: false });
+    // the printer's dispatch lock held elsewhere: the one-statement opening hands nothing off, the run waits in its transaction
+    let release!: () => void;
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = rt.services.db.transaction(async (tx) => {
+      await lockPrinterDispatch(tx, 'lost-commit');
+      locked();
+      await new Promise<void>((r) => (release = r));
+    });
+    await isLocked;
+    const run = dispatchHandlers({ ...rt.services, db: losingCommit })['print.dispatch']!;
+    const first = run({ printer: 'lost-commit' }, ctx);
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    await holder;
+    await expect(first).rejects.toThrow(/cannot be reached/);
+    expect((await jobs(rt, [id]))[0]).toMatchObject({ status: 'processing' });
+    await run({ printer: 'lost-commit' }, ctx);
+    const [job] = await until(rt, [id], ['processed', 'error']);
+    expect(job).toMatchObject({ status: 'processed' });
+    expect(s.received().map(String)).toEqual(['lost-commit job\n']);
   });
 });

@@ -36,7 +36,7 @@ const SUBMIT_JOBS = sqlParts(new URL('./statements/submit-jobs.sql', import.meta
   job_columns: JOB_COLUMNS, log_text_max: String(LOG_TEXT_MAX),
 });
 const TRANSITION = sqlFile(new URL('./statements/transition.sql', import.meta.url), { job_columns: JOB_COLUMNS });
-const CLAIM_NEXT = sqlFile(new URL('./statements/claim-next.sql', import.meta.url), { hand_off_head: handOffHead('true') });
+const CLAIM_NEXT = sqlFile(new URL('./statements/claim-next.sql', import.meta.url), { hand_off_head: handOffHead('true', '$2::uuid') });
 const OPEN_RUN = sqlFile(new URL('./statements/open-run.sql', import.meta.url), {
   dispatch_lock_class: String(DISPATCH_LOCK_CLASS),
   hand_off_head: handOffHead('(SELECT clear FROM fl)', '$2::uuid'),
@@ -251,10 +251,11 @@ const handedOff = (name: string, { printer_connection: connection, printer_error
 /**
  * The hand-off of the printer's head job in the case that needs no decision
  * in code (statements/claim-next.sql), under the dispatch lock the caller's
- * transaction holds; undefined when nothing was handed off (nothing changed).
+ * transaction holds (`token`, a run opening's, is written with the hand-off);
+ * undefined when nothing was handed off (nothing changed).
  */
-export async function claimHead(tx: Sql, printer: string): Promise<HandedOff | undefined> {
-  const { rows } = await tx.query<HandedOffRow>(CLAIM_NEXT, [printer]);
+export async function claimHead(tx: Sql, printer: string, token?: string): Promise<HandedOff | undefined> {
+  const { rows } = await tx.query<HandedOffRow>(CLAIM_NEXT, [printer, token ?? null]);
   return rows[0] && handedOff(printer, rows[0]);
 }
 

@@ -8,6 +8,8 @@
 --
 -- Parameters:
 --   $1  text  the printer
+--   $2  uuid  a run opening's token written with the hand-off, or NULL
+--             (`handoff_token`, open-run.sql)
 --
 -- Locks: the head job's row (FOR UPDATE), inside the caller's dispatch lock.
 -- Returns: no row when nothing was handed off (nothing changed); else the
