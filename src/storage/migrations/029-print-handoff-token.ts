@@ -1,10 +1,12 @@
 import type { Migration } from './index.js';
 
 /**
- * Which run's opening handed a print job off (open-run.sql):
+ * Which run's opening handed a print job off:
  *
- *   handoff_token   a random id the run's opening statement writes with the
- *                   hand-off (NULL for every other hand-off). When the
+ *   handoff_token   a random id a run's opening (open-run.sql, or
+ *                   claim-next.sql in the transaction it falls back to)
+ *                   writes with its hand-off (NULL for every other
+ *                   hand-off). When the
  *                   connection breaks before its answer arrives, the run
  *                   cannot tell whether the hand-off committed; nothing was
  *                   sent. The next run of that printer in the same process

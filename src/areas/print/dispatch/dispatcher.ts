@@ -136,8 +136,8 @@ export class Dispatcher {
       await this.runSteps(printer, ctx);
       this.unreachable.delete(printer);
     } catch (err) {
-      const unreachable = !(err instanceof RunAgainError || err instanceof LockLostError) && !ctx.signal.aborted && isDatabaseUnreachable(err);
-      if (!unreachable) {
+      const databaseAway = !(err instanceof RunAgainError || err instanceof LockLostError) && !ctx.signal.aborted && isDatabaseUnreachable(err);
+      if (!databaseAway) {
         this.unreachable.delete(printer);
         throw err;
       }
@@ -158,11 +158,7 @@ export class Dispatcher {
     const unsent = this.unsentOpenings.get(printer) ?? [];
     this.unsentOpenings.delete(printer);
     const token = randomUUID();
-    const opened = await openRun(db, printer, token).catch((err: unknown) => {
-      // the connection broke: the statement may have committed a hand-off whose answer was lost (nothing of it sent)
-      if (isDatabaseUnreachable(err)) this.unsentOpenings.set(printer, [...unsent, token].slice(-UNSENT_OPENINGS_KEPT));
-      throw err;
-    });
+    const opened = await openRun(db, printer, token).catch((err: unknown) => this.openingFailed(printer, [...unsent, token], err));
     let step: Step = opened.next ?? (opened.drained ? { kind: 'idle', why: 'no waiting jobs' } : await db.transaction(async (tx) => {
       // serialises with any other run for this printer before looking at what is in flight
       await lockPrinterDispatch(tx, printer);
@@ -171,11 +167,7 @@ export class Dispatcher {
       const n = await recoverInFlight(tx, printer);
       if (n > 0) this.deps.log.warn({ printer, jobs: n }, 'dispatch found jobs left in flight by a stopped worker');
       return claimNext(tx, outbox, printer, { locked: true, token });
-    }).catch((err: unknown) => {
-      // the same for the opening's transaction: its COMMIT may have been the answer lost
-      if (isDatabaseUnreachable(err)) this.unsentOpenings.set(printer, [...unsent, token].slice(-UNSENT_OPENINGS_KEPT));
-      throw err;
-    }));
+    }).catch((err: unknown) => this.openingFailed(printer, [...unsent, token], err)));
     for (;;) {
       if (ctx.signal.aborted) {
         if (step.kind === 'deliver' || step.kind === 'preprocess') await this.release(step.job);
@@ -410,7 +402,19 @@ export class Dispatcher {
   }
 
   /**
-   * A job this process's run opening handed off (open-run.sql) while the
+   * An opening (its statement, or its transaction's COMMIT) that failed:
+   * when the connection broke, it may have committed a hand-off whose answer
+   * was lost, nothing of it sent; its token and those still unresolved are
+   * kept for the printer's next run (`unsentOpening`). Rethrows `err`.
+   */
+  private openingFailed(printer: string, tokens: string[], err: unknown): never {
+    if (isDatabaseUnreachable(err)) this.unsentOpenings.set(printer, tokens.slice(-UNSENT_OPENINGS_KEPT));
+    throw err;
+  }
+
+  /**
+   * A job this process's run opening handed off (open-run.sql, or
+   * claim-next.sql in its transaction) while the
    * connection broke before the answer came: the run failed without knowing
    * whether the hand-off committed, and sent nothing. Found in flight under
    * one of those openings' tokens, the only job in flight, under the
