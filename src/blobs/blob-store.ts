@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { meteredHash } from './metered-hash.js';
 import { syncDir } from './dir-sync.js';
+import { fileThreads } from './file-thread.js';
 import { partFileName, sweepPartDir, type SweepResult } from './part-files.js';
 
 export interface BlobInfo {
@@ -79,6 +80,17 @@ export class BlobStore {
       await rm(tmp, { force: true });
       throw err;
     }
+  }
+
+  /**
+   * `put` of an open file (`fd`, read from its start; the caller keeps it
+   * open until this resolves): the same part file, hash, `fsync`s and rename,
+   * done in a file thread (file-thread.ts) with blocking system calls instead
+   * of a file stream's dozen asynchronous ones on the main thread. The intake
+   * path: one small file costs the main thread one message each way.
+   */
+  async putFile(fd: number, maxBytes = 0): Promise<BlobInfo> {
+    return fileThreads.put(fd, this.root, path.join(this.tmpDir, partFileName()), maxBytes);
   }
 
   async has(sha256: string): Promise<boolean> {

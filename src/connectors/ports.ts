@@ -65,8 +65,12 @@ export interface IntakeClaimsPort {
   unfinished(source: string): Promise<IntakeClaim[]>;
   /** The document is stored (under `docName`). */
   markStored(id: string, docName: string): Promise<void>;
-  /** Done (the source moved or deleted) or failed (moved to `error/`), with the reason. */
-  finish(id: string, state: 'done' | 'failed', reason?: unknown): Promise<void>;
+  /**
+   * Done (the source moved or deleted) or failed (moved to `error/`), with the
+   * reason; `stored` records the document made and when (for an intake that
+   * finishes without marking it stored first: its document is the record).
+   */
+  finish(id: string, state: 'done' | 'failed', reason?: unknown, stored?: { docName: string; at: Date }): Promise<void>;
   /** Forgets an unfinished claim: nothing of the file is kept; it is taken again later. */
   release(id: string): Promise<void>;
   /** Was this content under this name already taken (a finished, successful claim)? */
@@ -89,6 +93,8 @@ export interface IntakeDocument {
   name: string;
   /** Opens the content (again, for a retry). */
   open(): Readable;
+  /** The content as an open file descriptor (read from its start), when it is one: a backend that copies files (`writeFile`) copies it off the main thread; `open` serves the others. */
+  fd?: number;
   /** The content's sha256 as claimed: a stored content that differs fails with `ContentChangedError`. */
   sha256: string;
   mimeType?: string;
@@ -130,6 +136,8 @@ export interface IntakeTask {
 export interface WorkPort {
   /** Stores the document, or returns it when one with this uuid and content is stored already. */
   storeDocument(doc: IntakeDocument): Promise<StoredDocument>;
+  /** The document of this uuid when it exists with this content (an intake's proof that it was stored). */
+  storedDocument(service: string, uuid: string, sha256: string): Promise<StoredDocument | undefined>;
   /** Removes the document if it exists (a failed intake leaves nothing). */
   removeDocument(service: string, uuid: string): Promise<void>;
   /** Creates the task (with its input list) unless a task with this tid exists; true when created now. */

@@ -17,6 +17,11 @@ export function workPort(s: Pick<Services, 'repository' | 'tasks' | 'taskLists' 
       return { uuid: entry.uuid, name: entry.name, href: entryHref(entry) };
     },
 
+    async storedDocument(service, uuid, sha256) {
+      const entry = await s.repository.storedIntake(service, uuid);
+      return entry?.content_version && entry.sha256 === sha256 ? { uuid: entry.uuid, name: entry.name, href: entryHref(entry) } : undefined;
+    },
+
     async removeDocument(service, uuid) {
       await s.repository.removeEntry(service, uuid);
     },

@@ -123,6 +123,25 @@ export async function insertEntry(sql: Sql, e: NewEntry): Promise<EntryRow | und
   return rows[0];
 }
 
+/**
+ * `insertEntry` of a new document with its content under `e.parent`, in one
+ * autocommitted statement that also checks the parent: it must exist in the
+ * service and be a collection. Undefined when nothing was inserted (the uuid
+ * exists, or the parent does not: the caller finds out which the long way).
+ * A name in use fails on the unique index, as `insertEntry`.
+ */
+export async function insertDocumentUnder(sql: Sql, e: NewEntry & { content: ContentInfo }): Promise<EntryRow | undefined> {
+  const { rows } = await sql.query<EntryRow>(
+    `INSERT INTO entries (uuid, sid, parent, name, type, metadata, creator, owner, path, size, mime_type, sha256, content_version, preview_of, preview_error)
+     SELECT $1, $2, p.uuid, $4, 'document', $5, $6, $7, NULL, $8, $9, $10, $11, CASE WHEN $12::text IS NULL THEN NULL ELSE $11 END, $12
+       FROM entries p WHERE p.sid = $2 AND p.uuid = $3 AND p.type = 'collection'
+     ON CONFLICT (uuid) DO NOTHING RETURNING ${COLS}`,
+    [e.uuid, e.sid, e.parent, e.name, JSON.stringify(e.metadata), e.creator, e.owner,
+      e.content.size, e.content.mimeType, e.content.sha256, e.content.version, e.noPreview ?? null],
+  );
+  return rows[0];
+}
+
 export async function updateRecord(
   sql: Sql, sid: string, uuid: string,
   rec: { name: string; metadata: Record<string, unknown>; owner: string | null; path?: string | null },

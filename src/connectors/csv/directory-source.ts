@@ -57,7 +57,7 @@ export class DirectorySource {
   /** Finishes what a crash left: each unfinished claim, with its file if it is still the claimed one. */
   async resume(): Promise<void> {
     for (const claim of await this.c.ports.claims.unfinished(this.c.key)) {
-      const fh = await open(path.join(this.c.key, claim.name), constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
+      const fh = await open(path.join(this.c.key, claim.name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined);
       try {
         if (fh && sameFile(await fh.stat(), claim)) await this.complete(claim, fh);
         else await settleGone(this.c, claim);
@@ -80,7 +80,8 @@ export class DirectorySource {
   /** Lists the directory: the stable files, and how long until the next new one may be. */
   private async look(): Promise<{ ready: string[]; waitMs?: number }> {
     const entries = await readdir(this.c.key, { withFileTypes: true });
-    const names = entries.filter((e) => (e.isFile() || e.isSymbolicLink()) && this.isIncluded(e.name)).map((e) => e.name);
+    // everything but directories: a symlink, FIFO or device is refused by `take` (to error/), never followed or read
+    const names = entries.filter((e) => !e.isDirectory() && this.isIncluded(e.name)).map((e) => e.name);
     for (const known of this.seen.keys()) if (!names.includes(known)) this.seen.delete(known);
     const ready: string[] = [];
     let waitMs: number | undefined;
@@ -123,7 +124,7 @@ export class DirectorySource {
     let fh: FileHandle;
     try {
       // never follows a symlink: the link itself goes to error/
-      fh = await open(path.join(c.key, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      fh = await open(path.join(c.key, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return 'vanished';

@@ -153,7 +153,9 @@ export interface RepositoryBackend {
   /**
    * The bytes are addressed by their hash (the blob store), not by the entry:
    * they may be written before the entry exists, so an intake creates a new
-   * document with its content in one transaction.
+   * document with its content in one transaction. Such a backend keeps no
+   * object per entry (`create`, `rename`, `move` do nothing): an intake's
+   * document of a type without previews is then one `INSERT`.
    */
   readonly contentByHash?: boolean;
   /** Brings the rows below `collection` in line with the backing store before a listing. */
@@ -171,6 +173,13 @@ export interface RepositoryBackend {
   /** Removes the backing object (recursively for collections). */
   remove(entry: EntryRow): Promise<void>;
   writeContent(entry: EntryRow, source: Readable, maxBytes: number): Promise<WrittenContent>;
+  /**
+   * `writeContent` of an open file (`fd`, read from its start; the caller
+   * keeps it open until this resolves), for backends that can copy a file
+   * more cheaply than a stream (the blob store: off the main thread). Only
+   * for a new document's content (`contentByHash`); optional.
+   */
+  writeFile?(entry: EntryRow, fd: number, maxBytes: number): Promise<WrittenContent>;
   /**
    * `writeContent` in two steps, for backends whose write replaces something
    * other requests can see (a file): the service commits under a row lock, so

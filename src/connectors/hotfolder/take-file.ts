@@ -1,8 +1,8 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { fileThreads } from '../../blobs/file-thread.js';
 import { AppError } from '../../errors/app-error.js';
 import { fill, type PlaceholderValues } from '../intake-files/placeholders.js';
 import { DONE_DIR, moveInto, moveToError, removeSource, type FailureReason } from '../intake-files/folder-moves.js';
@@ -39,7 +39,7 @@ class FileRefused extends Error {
 
 export const identity = (st: Stats | { dev: number; ino: number }) => `${st.dev}:${st.ino}`;
 
-const sameFile = (st: Stats, seen: Seen) => st.size === seen.size && st.mtimeMs === seen.mtimeMs && identity(st) === seen.ino;
+const sameFile = (st: Pick<Stats, 'size' | 'mtimeMs' | 'dev' | 'ino'>, seen: Seen) => st.size === seen.size && st.mtimeMs === seen.mtimeMs && identity(st) === seen.ino;
 
 /** A refusal by the service we store into or create tasks in (4xx): the file, not the moment, is the problem. */
 const refusedByService = (err: unknown): err is AppError => err instanceof AppError && err.status >= 400 && err.status < 500;
@@ -68,7 +68,8 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
   let fh: FileHandle;
   try {
     // never follows a symlink (a link is refused before this, by lstat; O_NOFOLLOW closes the race)
-    fh = await open(path.join(c.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO dropped in must not hold the open until a writer comes (it is refused below)
+    fh = await open(path.join(c.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { outcome: 'vanished' };
@@ -77,12 +78,13 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
     return { outcome: 'retry', err };
   }
   try {
-    const st = await fh.stat();
-    if (!st.isFile()) return await fail(c, name, undefined, new FileRefused('NOT_A_FILE', 'not a regular file'));
-    if (!sameFile(st, seen)) return { outcome: 'changed' };
-    if (st.size === 0) return await fail(c, name, undefined, new FileRefused('EMPTY_FILE', 'the file is empty (0 bytes)'));
-    const sha256 = await hashOf(fh);
-    if (!sameFile(await fh.stat(), seen)) return { outcome: 'changed' };
+    // read and hashed in a file thread, with its fstat before and after (file-thread.ts)
+    const read = await fileThreads.hash(fh.fd);
+    if (!read.before.file) return await fail(c, name, undefined, new FileRefused('NOT_A_FILE', 'not a regular file'));
+    if (!sameFile(read.before, seen)) return { outcome: 'changed' };
+    if (read.before.size === 0) return await fail(c, name, undefined, new FileRefused('EMPTY_FILE', 'the file is empty (0 bytes)'));
+    if (!read.after || !sameFile(read.after, seen) || read.size !== seen.size) return { outcome: 'changed' };
+    const sha256 = read.sha256!;
     // the ids its document and task will have are fixed here, with the claim
     const claimIt = () => c.ports.claims.claim({
       source: c.dir, name, size: seen.size, mtimeMs: seen.mtimeMs, ino: seen.ino, sha256, docUuid: randomUUID(), tid: c.folder.task ? randomUUID() : null,
@@ -110,7 +112,7 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
 export async function resumeClaim(c: TakeContext, claim: IntakeClaim): Promise<TakeResult> {
   let fh: FileHandle | undefined;
   try {
-    fh = await open(path.join(c.dir, claim.name), constants.O_RDONLY | constants.O_NOFOLLOW).catch((err: NodeJS.ErrnoException) => {
+    fh = await open(path.join(c.dir, claim.name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return undefined;
       throw err;
     });
@@ -135,9 +137,13 @@ export async function resumeClaim(c: TakeContext, claim: IntakeClaim): Promise<T
  * was stored, so what may exist of it is removed and the claim forgotten.
  */
 async function settleReplaced(c: TakeContext, claim: IntakeClaim): Promise<void> {
-  if (claim.state === 'stored' && claim.docUuid) {
-    await runTask(c, claim, { uuid: claim.docUuid, href: entryHref({ sid: c.folder.store.service, uuid: claim.docUuid }) });
-    await c.ports.claims.finish(claim.id, 'done', { note: 'the source was gone at resume (moved before a restart)' });
+  // stored: the claim says so (an older intake marked it), or its document exists with the claimed content
+  const doc = claim.docUuid && (claim.state === 'stored'
+    ? { uuid: claim.docUuid, name: claim.docName ?? claim.name, href: entryHref({ sid: c.folder.store.service, uuid: claim.docUuid }) }
+    : await c.ports.work.storedDocument(c.folder.store.service, claim.docUuid, claim.sha256));
+  if (doc) {
+    await runTask(c, claim, doc);
+    await c.ports.claims.finish(claim.id, 'done', { note: 'the source was gone at resume (moved before a restart)' }, { docName: doc.name, at: new Date() });
     return;
   }
   if (claim.docUuid) await c.ports.work.removeDocument(c.folder.store.service, claim.docUuid);
@@ -157,6 +163,7 @@ async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle, f
       ...(folder.store.collection ? { collection: folder.store.collection } : {}),
       name: claim.name,
       open: () => fh.createReadStream({ start: 0, autoClose: false }),
+      fd: fh.fd,
       sha256: claim.sha256,
       mimeType: mediaTypeOfName(claim.name),
       metadata: { ...fill(folder.store.metadata, values), source: { folder: c.dir, name: claim.name, takenAt: claim.claimed.toISOString() } },
@@ -173,10 +180,10 @@ async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle, f
     if (refusedByService(err)) return fail(c, claim.name, claim, new FileRefused(err.code, `the repository refused it: ${err.message}`));
     throw err;
   }
-  if (claim.state === 'claimed') {
-    await ports.claims.markStored(claim.id, stored.name);
-    ports.metrics.taken(Math.max(0, (Date.now() - (claim.mtimeMs ?? Date.now())) / 1000));
-  }
+  // no "stored" mark: from here on the document under the claim's uuid is the record that it was stored
+  // (`settleReplaced` looks for it), and the claim's `stored` time is written when it is finished
+  const storedAt = new Date();
+  if (claim.state === 'claimed') ports.metrics.taken(Math.max(0, (storedAt.getTime() - (claim.mtimeMs ?? storedAt.getTime())) / 1000));
   try {
     await runTask(c, claim, stored);
   } catch (err) {
@@ -191,7 +198,7 @@ async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle, f
     if (folder.after === 'delete') await removeSource(c.dir, claim.name);
     else await moveInto(c.dir, claim.name, DONE_DIR, claim.id);
   }
-  await ports.claims.finish(claim.id, 'done');
+  await ports.claims.finish(claim.id, 'done', undefined, { docName: stored.name, at: storedAt });
   ports.log.info({ file: claim.name, folder: c.dir, size: claim.size, uuid: stored.uuid, document: stored.name, tid: claim.tid }, 'hot folder: file taken');
   return { outcome: 'taken', claim };
 }
@@ -232,13 +239,6 @@ async function fail(c: TakeContext, name: string, claim: IntakeClaim | undefined
   c.ports.metrics.failed(err.code);
   c.ports.log.warn({ file: name, folder: c.dir, code: err.code, reason: err.message, movedTo: moved && path.join('error', moved) }, 'hot folder: file failed');
   return { outcome: 'failed', code: err.code };
-}
-
-/** sha256 of the whole file, read through `fh` from its start. */
-async function hashOf(fh: FileHandle): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(fh.createReadStream({ start: 0, autoClose: false }), hash);
-  return hash.digest('hex');
 }
 
 /** A lost lease ends the run: the caller stops taking files at once. */

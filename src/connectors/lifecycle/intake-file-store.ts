@@ -77,11 +77,12 @@ export function intakeFileStore(db: Sql, sid: string, fence?: Fence): IntakeClai
       ))) throw new Error(`intake claim ${id} is not open`);
     },
 
-    async finish(id, state, reason) {
+    async finish(id, state, reason, stored) {
       await write(
-        `UPDATE intake_files SET state = $5, reason = $6::jsonb, finished = now(), holder = $2
+        `UPDATE intake_files SET state = $5, reason = $6::jsonb, finished = now(), holder = $2,
+           doc_name = COALESCE($7, doc_name), stored = COALESCE($8::timestamptz, stored)
          WHERE sid = $3 AND id = $4::bigint AND state IN ('claimed', 'stored') AND (SELECT held FROM f) RETURNING id`,
-        [sid, id, state, reason === undefined ? null : JSON.stringify(reason)],
+        [sid, id, state, reason === undefined ? null : JSON.stringify(reason), stored?.docName ?? null, stored?.at ?? null],
       );
     },
 

@@ -22,6 +22,7 @@ export function storeBackend(blobs: BlobStore): RepositoryBackend {
     copy: async () => ({}),
     remove: async () => {},
     writeContent: (_entry, source, maxBytes) => blobs.put(source, maxBytes),
+    writeFile: (_entry, fd, maxBytes) => blobs.putFile(fd, maxBytes),
     openContent: async (entry, range) => (entry.sha256 ? blobs.open(entry.sha256, range) : undefined),
     contentPath: async (entry) => (entry.sha256 ? blobs.pathOf(entry.sha256) : undefined),
     deleteContent: async () => {},

@@ -94,6 +94,7 @@ function memoryPrintPort(): PrintPort {
 /** The work port of the contract suites: no other services exist there, so any use fails loudly. */
 const noWork: WorkPort = {
   storeDocument: () => Promise.reject(new Error('contract suite: no repository service to store into')),
+  storedDocument: () => Promise.reject(new Error('contract suite: no repository service')),
   removeDocument: () => Promise.reject(new Error('contract suite: no repository service')),
   createTask: () => Promise.reject(new Error('contract suite: no task service')),
   startTask: () => Promise.reject(new Error('contract suite: no task service')),

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -190,6 +191,16 @@ describe('csv connector', () => {
       ['https://example.org/again.pdf'], ['https://example.org/again.pdf', 'https://example.org/again-2.pdf'],
     ]);
     await eventually(async () => ((await done()).filter((n) => n.startsWith('again')).length === 3 ? true : undefined));
+  });
+
+  it('bad input: a named pipe (FIFO) in the import directory goes to error/ as not a file; the imports after it go on', async () => {
+    execFileSync('mkfifo', [path.join(dir, 'pipe.csv')]);
+    await eventually(async () => ((await errors()).includes('pipe.csv.error.json') ? true : undefined));
+    const reason = JSON.parse(await readFile(path.join(dir, 'error', 'pipe.csv.error.json'), 'utf8')) as Record<string, unknown>;
+    expect(reason).toMatchObject({ code: 'NOT_A_FILE', file: 'pipe.csv' });
+    await drop('after-pipe.csv', 'item.href\nhttps://example.org/after-pipe.pdf\n');
+    const task = await oneTask('after-pipe.csv');
+    expect((await inputItems(task.tid)).map((i) => i.href)).toEqual(['https://example.org/after-pipe.pdf']);
   });
 
   it('import: a URL source is imported once and not again while its answer is unchanged; a changed answer is a new task', async () => {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { appendFile, mkdir, open, readdir, readFile, readlink, rename, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -124,6 +125,17 @@ describe('hot folder', () => {
     expect(reason).toMatchObject({ code: 'EMPTY_FILE', file: 'empty.pdf' });
     expect(typeof reason.time).toBe('string');
     expect((await docs()).has('empty.pdf')).toBe(false);
+  });
+
+  it('bad input: a named pipe (FIFO) dropped in goes to error/ as not a file, without holding up the files after it', async () => {
+    execFileSync('mkfifo', [path.join(dir, 'pipe.pdf')]);
+    await eventually(async () => ((await errors()).includes('pipe.pdf.error.json') ? true : undefined));
+    const reason = JSON.parse(await readFile(path.join(dir, 'error', 'pipe.pdf.error.json'), 'utf8')) as Record<string, unknown>;
+    expect(reason).toMatchObject({ code: 'NOT_A_FILE', file: 'pipe.pdf' });
+    expect((await docs()).has('pipe.pdf')).toBe(false);
+    await writeFile(path.join(dir, 'after-pipe.txt'), 'after the pipe');
+    const doc = await eventually(async () => (await docs()).get('after-pipe.txt'));
+    expect((await content(doc.uuid)).toString()).toBe('after the pipe');
   });
 
   it('bad input: a name the repository refuses goes to error/ and nothing of it stays', async () => {
