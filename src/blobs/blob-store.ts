@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { meteredHash } from './metered-hash.js';
 import { syncDir } from './dir-sync.js';
-import { fileThreads } from './file-thread.js';
+import { fileThreads } from '../threads/file-thread.js';
 import { partFileName, sweepPartDir, type SweepResult } from './part-files.js';
 
 export interface BlobInfo {

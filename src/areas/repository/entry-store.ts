@@ -123,23 +123,33 @@ export async function insertEntry(sql: Sql, e: NewEntry): Promise<EntryRow | und
   return rows[0];
 }
 
+/** A new document with its content, as `insertDocumentsUnder` inserts it. */
+export type NewDocument = NewEntry & { content: ContentInfo };
+
 /**
- * `insertEntry` of a new document with its content under `e.parent`, in one
- * autocommitted statement that also checks the parent: it must exist in the
- * service and be a collection. Undefined when nothing was inserted (the uuid
- * exists, or the parent does not: the caller finds out which the long way).
- * A name in use fails on the unique index, as `insertEntry`.
+ * `insertEntry` of new documents with their content, each under its
+ * `parent`, in one autocommitted statement that also checks each parent: it
+ * must exist in the service and be a collection. Answers in the input's
+ * order; undefined where nothing was inserted (the uuid exists, or the
+ * parent does not: the caller finds out which the long way). A name in use
+ * fails the statement on the unique index, as `insertEntry`.
  */
-export async function insertDocumentUnder(sql: Sql, e: NewEntry & { content: ContentInfo }): Promise<EntryRow | undefined> {
+export async function insertDocumentsUnder(sql: Sql, es: readonly NewDocument[]): Promise<(EntryRow | undefined)[]> {
+  const col = <T>(f: (e: NewDocument) => T) => es.map(f);
   const { rows } = await sql.query<EntryRow>(
     `INSERT INTO entries (uuid, sid, parent, name, type, metadata, creator, owner, path, size, mime_type, sha256, content_version, preview_of, preview_error)
-     SELECT $1, $2, p.uuid, $4, 'document', $5, $6, $7, NULL, $8, $9, $10, $11, CASE WHEN $12::text IS NULL THEN NULL ELSE $11 END, $12
-       FROM entries p WHERE p.sid = $2 AND p.uuid = $3 AND p.type = 'collection'
+     SELECT u.uuid, u.sid, p.uuid, u.name, 'document', u.metadata::jsonb, u.creator, u.owner, NULL, u.size, u.mime_type, u.sha256, u.version,
+            CASE WHEN u.no_preview IS NULL THEN NULL ELSE u.version END, u.no_preview
+       FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[])
+         AS u(uuid, sid, parent, name, metadata, creator, owner, size, mime_type, sha256, version, no_preview)
+       JOIN entries p ON p.sid = u.sid AND p.uuid = u.parent AND p.type = 'collection'
      ON CONFLICT (uuid) DO NOTHING RETURNING ${COLS}`,
-    [e.uuid, e.sid, e.parent, e.name, JSON.stringify(e.metadata), e.creator, e.owner,
-      e.content.size, e.content.mimeType, e.content.sha256, e.content.version, e.noPreview ?? null],
+    [col((e) => e.uuid), col((e) => e.sid), col((e) => e.parent), col((e) => e.name), col((e) => JSON.stringify(e.metadata)),
+      col((e) => e.creator), col((e) => e.owner), col((e) => e.content.size), col((e) => e.content.mimeType), col((e) => e.content.sha256),
+      col((e) => e.content.version), col((e) => e.noPreview ?? null)],
   );
-  return rows[0];
+  const byUuid = new Map(rows.map((r) => [r.uuid, r]));
+  return es.map((e) => byUuid.get(e.uuid));
 }
 
 export async function updateRecord(

@@ -20,6 +20,7 @@ import { transactionWithUndo } from './undoable.js';
 import { canRenderPreview } from '../../previews/render-preview.js';
 import { insertThenMake, renameOnDisk } from './disk-steps.js';
 import { throwSqlError } from '../../errors/sql-errors.js';
+import { MicroBatcher } from '../../storage/micro-batcher.js';
 
 export interface EntryInput {
   name: string;
@@ -78,6 +79,11 @@ export class RepositoryService {
   private readonly syncs = new Map<string, Promise<void>>();
   /** `ingest`'s target collections, by service and path (their uuids). */
   private readonly intakeCollections = new Map<string, EntryRow>();
+  /** The intakes' new documents of the same moment, inserted together (`ingest`); one name per collection and statement. */
+  private readonly intakeInserts = new MicroBatcher<store.NewDocument, EntryRow | undefined>({
+    many: (es) => store.insertDocumentsUnder(this.db, es),
+    key: (e) => `${e.sid}\n${e.parent}\n${e.name}`,
+  }, 2, 64, { gatherTurn: true });
   /** Syncs started since the process began; concurrent listings of one collection share one (see `sync`). */
   syncsStarted = 0;
 
@@ -271,7 +277,7 @@ export class RepositoryService {
         if (content && noPreview) {
           assertValidName(name);
           this.authorize(p, parent, 'write');
-          made = await store.insertDocumentUnder(this.db, {
+          made = await this.intakeInserts.run({
             uuid: doc.uuid, sid, parent: parent.uuid, name, type: 'document', metadata: doc.metadata, creator: p.user, owner: doc.owner, content, noPreview,
           }).catch(throwSqlError);
         }

@@ -179,9 +179,7 @@ export class DirectorySource {
 
   /** Moves the file to done/ when it is still the one looked at (a new file dropped at its name meanwhile stays). */
   private async moveIfSame(name: string, ino: string, tag: string): Promise<string | undefined> {
-    const st = await lstat(path.join(this.c.key, name)).catch(() => undefined);
-    if (!st || identity(st) !== ino) return undefined;
-    return moveInto(this.c.key, name, DONE_DIR, tag);
+    return moveInto(this.c.key, name, DONE_DIR, tag, ino);
   }
 
   /** A refused file: its claim failed (its task removed), then the file to error/ with its reason, counted and logged. */

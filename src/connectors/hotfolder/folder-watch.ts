@@ -1,9 +1,10 @@
 import { constants, watch as nativeWatch, type FSWatcher as NativeWatcher } from 'node:fs';
-import { access, lstat, readdir } from 'node:fs/promises';
+import { access, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { watch, type FSWatcher } from 'chokidar';
 import picomatch from 'picomatch';
+import { fileThreads } from '../../threads/file-thread.js';
 import { DONE_DIR, ERROR_DIR, prepareFolder } from '../intake-files/folder-moves.js';
 import { openForWriting } from '../intake-files/open-writers.js';
 import type { HotFolderOptions } from './options.js';
@@ -25,8 +26,8 @@ interface Pending {
 
 /** Files looked at in one pass (a burst of many thousands is worked through pass by pass). */
 const PASS_LIMIT = 5000;
-/** Stats and listings at once. */
-const STAT_PARALLEL = 64;
+/** Names looked at (lstat) by a file thread in one request. */
+const STAT_BATCH = 1000;
 /** Longest pause between retries of a file that hit a passing problem. */
 const MAX_BACKOFF_MS = 60_000;
 /** How often finished claims older than `keepDays` are deleted. */
@@ -224,22 +225,23 @@ export class FolderWatch {
     }
     if (due.length === 0) return;
     const stable: [string, Pending][] = [];
-    for (let i = 0; i < due.length; i += STAT_PARALLEL) {
-      await Promise.all(due.slice(i, i + STAT_PARALLEL).map(async ([name, p]) => {
-        let st;
-        try {
-          st = await lstat(path.join(this.c.dir, name));
-        } catch {
+    // the names looked at by a file thread, STAT_BATCH to a request
+    for (let i = 0; i < due.length; i += STAT_BATCH) {
+      const chunk = due.slice(i, i + STAT_BATCH);
+      const facts = await fileThreads.stat(this.c.dir, chunk.map(([name]) => name));
+      const t = performance.now();
+      chunk.forEach(([name, p], k) => {
+        const st = facts[k];
+        if (!st) {
           this.pending.delete(name); // gone before it was taken: nothing to do
           return;
         }
-        if (st.isDirectory()) {
+        if (st.directory) {
           this.pending.delete(name);
           if (name !== DONE_DIR && name !== ERROR_DIR) this.ignoreDir(name);
           return;
         }
         const seen: Seen = { size: st.size, mtimeMs: st.mtimeMs, ino: identity(st) };
-        const t = performance.now();
         if (!p.seen || p.seen.size !== seen.size || p.seen.mtimeMs !== seen.mtimeMs || p.seen.ino !== seen.ino) {
           p.seen = seen;
           p.since = t;
@@ -248,7 +250,7 @@ export class FolderWatch {
         }
         if (t - p.since >= this.o.stableMs) stable.push([name, p]);
         else p.due = p.since + this.o.stableMs;
-      }));
+      });
     }
     if (stable.length === 0 || this.stopping) return;
     const writing = this.o.checkOpenWriters

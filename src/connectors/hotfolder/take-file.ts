@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { constants, type Stats } from 'node:fs';
-import { lstat, open, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, createReadStream, type Stats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { fileThreads } from '../../blobs/file-thread.js';
+import { fileThreads } from '../../threads/file-thread.js';
 import { AppError } from '../../errors/app-error.js';
 import { fill, type PlaceholderValues } from '../intake-files/placeholders.js';
 import { DONE_DIR, moveInto, moveToError, removeSource, type FailureReason } from '../intake-files/folder-moves.js';
@@ -65,11 +65,12 @@ export interface TakeContext {
  * refuses goes to error/ with a reason file, and nothing of it stays.
  */
 export async function takeFile(c: TakeContext, name: string, seen: Seen): Promise<TakeResult> {
-  let fh: FileHandle;
+  let read;
   try {
-    // never follows a symlink (a link is refused before this, by lstat; O_NOFOLLOW closes the race)
-    // O_NONBLOCK: a FIFO dropped in must not hold the open until a writer comes (it is refused below)
-    fh = await open(path.join(c.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    // opened and hashed by a file thread, with its fstat before and after the read (file-thread.ts): never
+    // follows a symlink (a link is refused before this, by lstat; O_NOFOLLOW closes the race), and a FIFO
+    // cannot hold the open (O_NONBLOCK; it is refused below)
+    read = await fileThreads.openAndHash(path.join(c.dir, name));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { outcome: 'vanished' };
@@ -77,9 +78,8 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
     if (code === 'EACCES' || code === 'EPERM') return fail(c, name, undefined, new FileRefused('UNREADABLE', `the file cannot be read: ${code}`));
     return { outcome: 'retry', err };
   }
+  const { fd } = read;
   try {
-    // read and hashed in a file thread, with its fstat before and after (file-thread.ts)
-    const read = await fileThreads.hash(fh.fd);
     if (!read.before.file) return await fail(c, name, undefined, new FileRefused('NOT_A_FILE', 'not a regular file'));
     if (!sameFile(read.before, seen)) return { outcome: 'changed' };
     if (read.before.size === 0) return await fail(c, name, undefined, new FileRefused('EMPTY_FILE', 'the file is empty (0 bytes)'));
@@ -96,11 +96,12 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
       await settleReplaced(c, claim);
       ({ claim, fresh } = await claimIt());
     }
-    return await finishClaim(c, claim, fh, fresh);
+    return await finishClaim(c, claim, fd, fresh);
   } catch (err) {
     return { outcome: 'retry', err };
   } finally {
-    await fh.close().catch(() => {});
+    // a read-only descriptor of a local file: closing it flushes nothing, so it is closed at once
+    closeSync(fd);
   }
 }
 
@@ -122,7 +123,7 @@ export async function resumeClaim(c: TakeContext, claim: IntakeClaim): Promise<T
       await settleReplaced(c, claim);
       return { outcome: 'changed' };
     }
-    return await finishClaim(c, claim, fh);
+    return await finishClaim(c, claim, fh.fd);
   } catch (err) {
     return { outcome: 'retry', err };
   } finally {
@@ -151,7 +152,7 @@ async function settleReplaced(c: TakeContext, claim: IntakeClaim): Promise<void>
 }
 
 /** `fresh`: the claim was made by this take just now (its document cannot exist yet). */
-async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle, fresh = false): Promise<TakeResult> {
+async function finishClaim(c: TakeContext, claim: IntakeClaim, fd: number, fresh = false): Promise<TakeResult> {
   const { ports, folder } = c;
   const values = placeholders(c, claim);
   let stored;
@@ -162,8 +163,8 @@ async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle, f
       fresh,
       ...(folder.store.collection ? { collection: folder.store.collection } : {}),
       name: claim.name,
-      open: () => fh.createReadStream({ start: 0, autoClose: false }),
-      fd: fh.fd,
+      open: () => createReadStream('', { fd, start: 0, autoClose: false }),
+      fd,
       sha256: claim.sha256,
       mimeType: mediaTypeOfName(claim.name),
       metadata: { ...fill(folder.store.metadata, values), source: { folder: c.dir, name: claim.name, takenAt: claim.claimed.toISOString() } },
@@ -193,11 +194,8 @@ async function finishClaim(c: TakeContext, claim: IntakeClaim, fh: FileHandle, f
   // the source last: once it is gone, only the claim says what became of it. Only the claimed
   // file moves: a new file dropped at its name meanwhile (the read went on through the open
   // descriptor) stays for the next take.
-  const st = await lstat(path.join(c.dir, claim.name)).catch(() => undefined);
-  if (st && identity(st) === claim.ino) {
-    if (folder.after === 'delete') await removeSource(c.dir, claim.name);
-    else await moveInto(c.dir, claim.name, DONE_DIR, claim.id);
-  }
+  if (folder.after === 'delete') await removeSource(c.dir, claim.name, claim.ino ?? undefined);
+  else await moveInto(c.dir, claim.name, DONE_DIR, claim.id, claim.ino ?? undefined);
   await ports.claims.finish(claim.id, 'done', undefined, { docName: stored.name, at: storedAt });
   ports.log.info({ file: claim.name, folder: c.dir, size: claim.size, uuid: stored.uuid, document: stored.name, tid: claim.tid }, 'hot folder: file taken');
   return { outcome: 'taken', claim };

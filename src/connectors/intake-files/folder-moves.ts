@@ -1,4 +1,5 @@
-import { lstat, mkdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileThreads } from '../../threads/file-thread.js';
 import path from 'node:path';
 
 /** The sub-folders an intake folder keeps beside its files. */
@@ -16,17 +17,6 @@ export interface FailureReason {
   column?: string | number;
 }
 
-const exists = (p: string) => lstat(p).then(() => true, (err: NodeJS.ErrnoException) => {
-  if (err.code === 'ENOENT') return false;
-  throw err;
-});
-
-/** `name` with ` (<tag>)` before its extension. */
-export function taggedName(name: string, tag: string): string {
-  const dot = name.lastIndexOf('.');
-  return dot > 0 ? `${name.slice(0, dot)} (${tag})${name.slice(dot)}` : `${name} (${tag})`;
-}
-
 /**
  * Creates `folder` with its `done/` and `error/`; throws (with the OS's
  * reason) when that is impossible, e.g. a parent that is not writable.
@@ -38,21 +28,15 @@ export async function prepareFolder(folder: string): Promise<void> {
 
 /**
  * Moves `folder/name` into `folder/<sub>/`, under its own name, or tagged
- * with `tag` when that name is used there already (an earlier file of the
- * same name): nothing in `done/` or `error/` is ever overwritten. Returns the
- * name it got, or undefined when the source was gone (moved already).
+ * ` (<tag>)` before its extension when that name is used there already (an
+ * earlier file of the same name): nothing in `done/` or `error/` is ever
+ * overwritten. With `ino` (`dev:ino`), only that file moves: a new file
+ * dropped at its name meanwhile stays. Returns the name it got, or undefined
+ * when the source was gone (moved already) or another file. Done by a file
+ * thread (`src/threads/file-thread.ts`), off the main thread.
  */
-export async function moveInto(folder: string, name: string, sub: string, tag: string): Promise<string | undefined> {
-  let target = name;
-  if (await exists(path.join(folder, sub, target))) target = taggedName(name, tag);
-  for (let n = 2; await exists(path.join(folder, sub, target)); n++) target = taggedName(name, `${tag}-${n}`);
-  try {
-    await rename(path.join(folder, name), path.join(folder, sub, target));
-    return target;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+export function moveInto(folder: string, name: string, sub: string, tag: string, ino?: string): Promise<string | undefined> {
+  return fileThreads.move(folder, name, sub, tag, ino);
 }
 
 /** Moves the file to `error/` and writes `<its name there>.error.json` beside it. */
@@ -62,13 +46,7 @@ export async function moveToError(folder: string, name: string, tag: string, rea
   return moved;
 }
 
-/** Deletes the source; false when it was gone already. */
-export async function removeSource(folder: string, name: string): Promise<boolean> {
-  try {
-    await unlink(path.join(folder, name));
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
+/** Deletes the source (with `ino`, only that file); false when it was gone already (or another file). */
+export function removeSource(folder: string, name: string, ino?: string): Promise<boolean> {
+  return fileThreads.remove(folder, name, ino);
 }

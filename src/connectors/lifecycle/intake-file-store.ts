@@ -1,4 +1,5 @@
 import type { Sql } from '../../storage/driver/database.js';
+import { MicroBatcher } from '../../storage/micro-batcher.js';
 import type { IntakeClaim, IntakeClaimsPort, IntakeFileFacts } from '../ports.js';
 import { fencedOut, fenceHolds, fenceParams, type Fence } from './fence.js';
 
@@ -43,16 +44,42 @@ export function intakeFileStore(db: Sql, sid: string, fence?: Fence): IntakeClai
     return rows[0]!.rows ?? [];
   };
   const one = async (cte: string, params: unknown[]): Promise<boolean> => (await write(cte, params)).length === 1;
-  return {
-    async claim(f: IntakeFileFacts) {
+  // the claims and finishes of the files taken at once go together: one statement (one round trip, one
+  // commit) per batch; a name is in one statement at most once (`key`), each answered on its own
+  const claims = new MicroBatcher<IntakeFileFacts, Row | undefined>({
+    async many(fs) {
       const inserted = await write<Row>(
         `INSERT INTO intake_files (sid, source, name, size, mtime_ms, ino, sha256, state, doc_uuid, tid, holder)
-         SELECT $3, $4, $5, $6, $7, $8, $9, 'claimed', $10, $11, $2 FROM f WHERE f.held
+         SELECT $3, u.source, u.name, u.size, u.mtime_ms, u.ino, u.sha256, 'claimed', u.doc_uuid, u.tid, $2
+           FROM unnest($4::text[], $5::text[], $6::bigint[], $7::float8[], $8::text[], $9::text[], $10::text[], $11::text[])
+             AS u(source, name, size, mtime_ms, ino, sha256, doc_uuid, tid), f
+          WHERE f.held
          ON CONFLICT (sid, source, name) WHERE state IN ('claimed', 'stored') DO NOTHING
          RETURNING ${COLS}`,
-        [sid, f.source, f.name, f.size, f.mtimeMs, f.ino, f.sha256, f.docUuid, f.tid],
+        [sid, fs.map((f) => f.source), fs.map((f) => f.name), fs.map((f) => f.size), fs.map((f) => f.mtimeMs), fs.map((f) => f.ino),
+          fs.map((f) => f.sha256), fs.map((f) => f.docUuid), fs.map((f) => f.tid)],
       );
-      if (inserted[0]) return { claim: claimOf({ ...inserted[0], claimed: new Date(inserted[0].claimed) }), fresh: true };
+      const byName = new Map(inserted.map((r) => [`${r.source}\n${r.name}`, r]));
+      return fs.map((f) => byName.get(`${f.source}\n${f.name}`));
+    },
+    key: (f) => `${f.source}\n${f.name}`,
+  }, 2, 64, { gatherTurn: true });
+  const finishes = new MicroBatcher<{ id: string; state: 'done' | 'failed'; reason: string | null; docName: string | null; at: Date | null }, void>({
+    async many(xs) {
+      await write(
+        `UPDATE intake_files t SET state = u.state, reason = u.reason::jsonb, finished = now(), holder = $2,
+           doc_name = COALESCE(u.doc_name, t.doc_name), stored = COALESCE(u.stored, t.stored)
+         FROM unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::timestamptz[]) AS u(id, state, reason, doc_name, stored)
+         WHERE t.sid = $3 AND t.id = u.id AND t.state IN ('claimed', 'stored') AND (SELECT held FROM f) RETURNING t.id`,
+        [sid, xs.map((x) => x.id), xs.map((x) => x.state), xs.map((x) => x.reason), xs.map((x) => x.docName), xs.map((x) => x.at)],
+      );
+      return xs.map(() => undefined);
+    },
+  }, 2, 64, { gatherTurn: true });
+  return {
+    async claim(f: IntakeFileFacts) {
+      const made = await claims.run(f);
+      if (made) return { claim: claimOf({ ...made, claimed: new Date(made.claimed) }), fresh: true };
       const { rows } = await db.query<Row>(
         `SELECT ${COLS} FROM intake_files WHERE sid = $1 AND source = $2 AND name = $3 AND state IN ('claimed', 'stored')`,
         [sid, f.source, f.name],
@@ -78,12 +105,7 @@ export function intakeFileStore(db: Sql, sid: string, fence?: Fence): IntakeClai
     },
 
     async finish(id, state, reason, stored) {
-      await write(
-        `UPDATE intake_files SET state = $5, reason = $6::jsonb, finished = now(), holder = $2,
-           doc_name = COALESCE($7, doc_name), stored = COALESCE($8::timestamptz, stored)
-         WHERE sid = $3 AND id = $4::bigint AND state IN ('claimed', 'stored') AND (SELECT held FROM f) RETURNING id`,
-        [sid, id, state, reason === undefined ? null : JSON.stringify(reason), stored?.docName ?? null, stored?.at ?? null],
-      );
+      await finishes.run({ id, state, reason: reason === undefined ? null : JSON.stringify(reason), docName: stored?.docName ?? null, at: stored?.at ?? null });
     },
 
     async release(id) {

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors/app-error.js';
-import { threadEntry } from '../threads/thread-entry.js';
+import { threadEntry } from './thread-entry.js';
 
 /** What `fstat` said of a file, as the thread sends it. */
 export interface FileFacts {
@@ -21,14 +21,30 @@ export interface FileHash {
   after?: FileFacts;
 }
 
+/** What `lstat` said of a name in a folder. */
+export interface NameFacts extends FileFacts {
+  directory: boolean;
+}
+
 type FileRequest =
   | { op: 'hash'; fd: number }
-  | { op: 'put'; fd: number; root: string; tmp: string; maxBytes: number };
+  | { op: 'open-hash'; path: string }
+  | { op: 'put'; fd: number; root: string; tmp: string; maxBytes: number }
+  | { op: 'stat'; dir: string; names: readonly string[] }
+  | { op: 'writers'; paths: readonly string[] }
+  | { op: 'move'; dir: string; name: string; sub: string; tag: string; ino?: string }
+  | { op: 'remove'; dir: string; name: string; ino?: string };
 
 export type ToFileThread = FileRequest & { id: number };
 
 export type FromFileThread =
-  | ({ id: number; ok: true } & ({ before: FileFacts; sha256?: string; size?: number; after?: FileFacts } | { sha256: string; size: number }))
+  | ({ id: number; ok: true } & (
+    | { fd?: number; before: FileFacts; sha256?: string; size?: number; after?: FileFacts }
+    | { sha256: string; size: number }
+    | { facts: (NameFacts | null)[] }
+    | { paths: string[] }
+    | { moved: string | null }
+    | { removed: boolean }))
   | { id: number; ok: false; error: { message: string; code?: string } };
 
 interface Thread {
@@ -38,7 +54,8 @@ interface Thread {
 
 /**
  * The file threads: the per-file work of an intake (hashing a file, copying
- * it into the blob store with its `fsync`s) done with blocking system calls
+ * it into the blob store with its `fsync`s, looking at a folder's names,
+ * moving a taken file) done with blocking system calls
  * in up to `size` long-lived worker threads, so the main thread only posts
  * a descriptor and gets a hash back. Each asynchronous file system call on
  * the main thread costs tens of microseconds of its time here (the libuv
@@ -63,10 +80,40 @@ class FileThreads {
     return m as FileHash;
   }
 
+  /**
+   * Opens `path` read-only (`O_NOFOLLOW`: a symlink fails with ELOOP;
+   * `O_NONBLOCK`: a FIFO cannot block the open) and `hash`es it; the caller
+   * owns the descriptor (`fd`) and closes it. Open errors reject with the
+   * system call's `code` (ENOENT, ELOOP, EACCES, ...).
+   */
+  async openAndHash(path: string): Promise<FileHash & { fd: number }> {
+    return (await this.request({ op: 'open-hash', path })) as FileHash & { fd: number };
+  }
+
   /** Copies the open file `fd` into the blob store at `root` through the part file `tmp` (see blob-store.ts `putFile`). */
   async put(fd: number, root: string, tmp: string, maxBytes: number): Promise<{ sha256: string; size: number }> {
     const m = await this.request({ op: 'put', fd, root, tmp, maxBytes });
     return m as { sha256: string; size: number };
+  }
+
+  /** `lstat` of each of `names` in `dir`: its facts, or null when it is gone. */
+  async stat(dir: string, names: readonly string[]): Promise<(NameFacts | null)[]> {
+    return ((await this.request({ op: 'stat', dir, names })) as { facts: (NameFacts | null)[] }).facts;
+  }
+
+  /** Which of `paths` a process holds open for writing (Linux `/proc`; see the thread's `openForWriting`). */
+  async writers(paths: readonly string[]): Promise<string[]> {
+    return ((await this.request({ op: 'writers', paths })) as { paths: string[] }).paths;
+  }
+
+  /** Moves `dir/name` into `dir/sub/` (folder-moves.ts `moveInto`): the name it got, or undefined. */
+  async move(dir: string, name: string, sub: string, tag: string, ino?: string): Promise<string | undefined> {
+    return ((await this.request({ op: 'move', dir, name, sub, tag, ...(ino !== undefined ? { ino } : {}) })) as { moved: string | null }).moved ?? undefined;
+  }
+
+  /** Deletes `dir/name` (folder-moves.ts `removeSource`): false when it was gone (or another file). */
+  async remove(dir: string, name: string, ino?: string): Promise<boolean> {
+    return ((await this.request({ op: 'remove', dir, name, ...(ino !== undefined ? { ino } : {}) })) as { removed: boolean }).removed;
   }
 
   /** Stops every thread (shutdown; tests): their requests fail, the next request starts one again. */
