@@ -166,12 +166,17 @@ try {
     ['durable floor: hash, copy, fsync, row, move', fmt(durable.filesPerSecond, 0), fmt(durableSeconds, 2), '', '', ''],
   ]);
   console.log(`ratio service / cp: ${fmt(service.filesPerSecond / floor.filesPerSecond, 3)}; service / durable floor: ${fmt(service.filesPerSecond / durable.filesPerSecond, 3)}; server peak RSS ${fmt(service.rssPeakMiB)} MiB; ${fmt(cores, 2)} cores busy; failed ${service.failed}`);
+  // the p99 target for a burst, in files per second: file i is dropped at about i / n of the `cp` and may be
+  // stored at most 3 s later; taken in order from the first stable one (stableMs after the first drop) at a
+  // steady r, the 99th percentile file is stored at stableMs + 0.99 n / r. What the target asks of this burst:
+  const p99Needs = (0.99 * files) / Math.max(0.001, 0.99 * service.cpSeconds + 3 - stableMs / 1000);
+  console.log(`p99 < 3 s on this burst needs at least ${fmt(p99Needs, 0)} files/s (${files} files dropped in ${fmt(service.cpSeconds, 2)} s, stableMs ${stableMs}); the durable floor takes ${fmt(durable.filesPerSecond, 0)} (${fmt(durable.filesPerSecond / p99Needs, 2)} of it)`);
   const sql = args['count-sql'] ? perFile(await serverCounts()) : undefined;
   if (sql) {
     console.log(`per file: ${sql.statements} SQL statements, socket writes ${JSON.stringify(sql.socketWrites)}; the most frequent statements (per file, mean ms):`);
     for (const [text, v] of Object.entries(sql.top)) console.log(`  ${String(v.perFile).padStart(6)}  ${String(v.msEach).padStart(6)}  ${text.replace(/\s+/g, ' ').slice(0, 150)}`);
   }
-  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: taskMode, server: args.server, service, floor, durable, sql, load: os.loadavg() };
+  const figures = { bench: 'hotfolder', files, kib, ext: args.ext, stableMs, task: taskMode, server: args.server, service, floor, durable, p99NeedsFilesPerSecond: p99Needs, sql, load: os.loadavg() };
   console.log(JSON.stringify(figures));
   writeResult('hotfolder', args, {
     figures,
