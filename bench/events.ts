@@ -49,6 +49,8 @@ const { values: args } = parseArgs({
     clients: { type: 'string', default: '1000' },
     events: { type: 'string', default: '200' },
     interval: { type: 'string', default: '50' },
+    /** Write V8 CPU profiles of the project's processes into this directory (`bench/profile.ts` summarizes one). */
+    'profile-dir': { type: 'string' },
   },
   strict: true,
 });
@@ -69,7 +71,7 @@ async function cannon(url: string, headers: Record<string, string>): Promise<Res
 // the durable floor's own schema (bench/bare-server.ts drops it when it stops)
 const floorSchema = `bench_events_floor_${process.pid}`;
 const bare = await spawnServer('bench/bare-server.ts', [], [], { env: { BARE_DB_URL: DATABASE_URL, BARE_DB_SCHEMA: floorSchema } });
-const project = await spawnServer('bench/server.ts', ['--workers', '1', '--log-level', 'warn'], [], { timeoutMs: 180_000 });
+const project = await spawnServer('bench/server.ts', ['--workers', '1', '--log-level', 'warn'], args['profile-dir'] ? ['--cpu-prof', '--cpu-prof-dir', args['profile-dir']] : [], { timeoutMs: 180_000 });
 const { url, token, schema } = project.info as { url: string; token: string; schema: string };
 const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path="${schema}"` });
 await db.connect();

@@ -11,6 +11,8 @@ import { parseParams } from './command-params.js';
 import { isFinal } from './command-states.js';
 import { presentCommand, type CommandStatus } from './present.js';
 import * as commands from './command-store.js';
+import type { CommandRow } from './command-store.js';
+import { MicroBatcher } from '../../storage/micro-batcher.js';
 
 /**
  * Launching and reading repository commands. Launch checks what can be checked
@@ -19,6 +21,19 @@ import * as commands from './command-store.js';
  * (command-runner.ts).
  */
 export class CommandService {
+  /**
+   * The status reads of the same moment go as one statement (`cid = ANY`):
+   * polling clients cost a round trip per batch, not per request; a read's
+   * statement starts after it was asked for, so it sees every change
+   * committed before the request came.
+   */
+  private readonly reads = new MicroBatcher<string, CommandRow | undefined>({
+    many: async (cids) => {
+      const byId = new Map((await commands.getCommands(this.db, [...new Set(cids)])).map((c) => [c.cid, c]));
+      return cids.map((cid) => byId.get(cid.toLowerCase()));
+    },
+  }, 2, 256, { gatherTurn: true });
+
   constructor(
     private readonly db: Database,
     private readonly repo: RepositoryService,
@@ -88,7 +103,7 @@ export class CommandService {
     this.policy.require(p, 'documents', 'read');
     // A state that is not final is answered from one plain read: polling clients (many, often on one
     // command) never queue on its row lock, which only the delivery of a final state needs.
-    const seen = await commands.getCommand(this.db, cid);
+    const seen = await this.reads.run(cid);
     if (!seen || seen.sid !== sid || !this.policy.may(p, 'documents', 'read', { creator: seen.creator })) {
       throw new AppError('COMMAND_NOT_FOUND', `no command ${cid} in service "${sid}"`, { cid });
     }

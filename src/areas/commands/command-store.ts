@@ -39,6 +39,12 @@ export async function getCommand(sql: Sql, cid: string, lock = false): Promise<C
   return rows[0];
 }
 
+/** The commands of `cids` (each once), in no order; absent ones are left out. */
+export async function getCommands(sql: Sql, cids: readonly string[]): Promise<CommandRow[]> {
+  const { rows } = await sql.query<CommandRow>(`SELECT ${COLS} FROM commands WHERE cid = ANY($1::uuid[])`, [cids]);
+  return rows;
+}
+
 /**
  * Moves a command to `to` when the state table allows it, in one statement:
  * the WHERE clause admits exactly the states the table lets move to `to`, and

@@ -91,7 +91,9 @@ export function taskRoutes(s: Services): Router {
     const [p, sid, tid] = [principal(ctx), param(ctx, 'sid'), uuidParam(ctx, 'tid')];
     const task = force ? await tasks.refresh(p, sid, tid) : await tasks.get(p, sid, tid);
     // one task: `input` is the spec's only input embed here, so it carries the items (as `output` does)
-    const parts = await taskLists.embedFor(task, { input: embed.has('input'), inputItems: embed.has('input') || embed.has('inputlist'), output: embed.has('output') });
+    const lists = { input: embed.has('input'), inputItems: embed.has('input') || embed.has('inputlist'), output: embed.has('output') };
+    // a poll (no list embedded) answers from the task's row alone
+    const parts = lists.input || lists.inputItems || lists.output ? await taskLists.embedFor(task, lists) : {};
     ctx.body = presentTask(task, { embed, full: true, inputWithItems: true, ...parts });
   });
 

@@ -15,6 +15,7 @@ import { ACTIVE_STATUSES } from './actions/task-states.js';
 import { settle } from './actions/settle.js';
 import type { TaskRow } from './store/task-store.js';
 import { principalToStore } from './task-principal.js';
+import { MicroBatcher } from '../../storage/micro-batcher.js';
 
 /** Whether the task is active: no deletion, no change to it or its input list (DESIGN.md section 6). */
 export const isActive = (t: TaskRow) => (ACTIVE_STATUSES as readonly string[]).includes(t.status);
@@ -56,6 +57,20 @@ export interface NewTaskInput {
  * stopping tasks is the actions' business. Routes call this; it never sees HTTP.
  */
 export class TaskService {
+  /**
+   * The single-task reads of the same moment go as one statement (`tid =
+   * ANY`): a hundred clients polling cost a round trip per batch, not per
+   * request. A read's statement starts after it was asked for (it waits for
+   * the one in flight, then goes in the next), so it sees every change
+   * committed before the request came.
+   */
+  private readonly reads = new MicroBatcher<string, TaskRow | undefined>({
+    many: async (tids) => {
+      const byId = new Map((await tasksByIds(this.db, [...new Set(tids)])).map((t) => [t.tid, t]));
+      return tids.map((tid) => byId.get(tid.toLowerCase()));
+    },
+  }, 2, 256, { gatherTurn: true });
+
   constructor(
     readonly db: Database,
     private readonly registry: ConnectorRegistry,
@@ -77,7 +92,7 @@ export class TaskService {
    */
   async get(p: Principal, sid: string | undefined, tid: string, action: 'read' | 'write' | 'delete' = 'read'): Promise<TaskRow> {
     if (sid !== undefined) this.facet(sid);
-    const task = await store.getTask(this.db, tid);
+    const task = await this.reads.run(tid);
     // another user's task is reported absent, as by the actions: nothing of it is shown
     if (!task || (sid !== undefined && task.sid !== sid) || !this.policy.may(p, 'tasks', 'read', task)) {
       this.policy.require(p, 'tasks', 'read'); // 403 without the area right at all

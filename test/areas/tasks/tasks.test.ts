@@ -37,6 +37,24 @@ beforeAll(async () => {
 afterAll(() => rt.close());
 
 describe('create and read', () => {
+  it('polls of many tasks at once (their reads share statements) each get their own task, 404 for another user\'s or a missing one, and see a change made just before', async () => {
+    const anns = await Promise.all(Array.from({ length: 40 }, (_, i) => mkTask(ann, { name: `poll ${i}` })));
+    const bobs = await Promise.all(Array.from({ length: 10 }, (_, i) => mkTask(bob, { name: `bob poll ${i}` })));
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const asks = [...anns, ...anns, ...bobs].map((t) => ({ tid: t.tid as string, mine: anns.includes(t), name: t.name as string }));
+    asks.push({ tid: missing, mine: false, name: '' }, { tid: missing.toUpperCase(), mine: false, name: '' });
+    const answers = await Promise.all(asks.map((a) => ann.get(`${base}/${a.tid}`)));
+    answers.forEach((res, i) => {
+      const a = asks[i]!;
+      if (a.mine) expect(res.body, a.name).toMatchObject({ tid: a.tid, name: a.name });
+      else expect(res.status, a.tid).toBe(404);
+    });
+    // a change answered before the polls is seen by every one of them
+    await ann.patch(`${base}/${anns[0].tid}`, { name: 'renamed before the polls' });
+    const after = await Promise.all(Array.from({ length: 30 }, () => ann.get(`${base}/${anns[0].tid}`)));
+    for (const res of after) expect(res.body.name).toBe('renamed before the polls');
+  });
+
   it('creates a task with metadata and an input list, and reads it back with every embed', async () => {
     const doc = await admin.post('/v1/services/store/repo', { name: 'a.pdf' });
     const task = await mkTask(ann, {
