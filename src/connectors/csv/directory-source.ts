@@ -1,11 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import picomatch from 'picomatch';
+import { fileThreads } from '../../threads/file-thread.js';
 import { DONE_DIR, ERROR_DIR, moveInto, moveToError, prepareFolder } from '../intake-files/folder-moves.js';
 import { openForWriting } from '../intake-files/open-writers.js';
 import type { IntakeClaim } from '../ports.js';
@@ -19,8 +19,8 @@ interface Seen {
   since: number;
 }
 
-const identity = (st: Stats) => `${st.dev}:${st.ino}`;
-const sameFile = (st: Stats, s: Pick<IntakeClaim, 'size' | 'mtimeMs' | 'ino'>) => st.size === s.size && st.mtimeMs === s.mtimeMs && identity(st) === s.ino;
+const identity = (st: Pick<Stats, 'dev' | 'ino'>) => `${st.dev}:${st.ino}`;
+const sameFile = (st: Pick<Stats, 'size' | 'mtimeMs' | 'dev' | 'ino'>, s: Pick<IntakeClaim, 'size' | 'mtimeMs' | 'ino'>) => st.size === s.size && st.mtimeMs === s.mtimeMs && identity(st) === s.ino;
 
 /** How importing one file ended, for the run's tally. */
 type Outcome = 'imported' | 'repeat' | 'failed' | 'changed' | 'vanished';
@@ -133,14 +133,14 @@ export class DirectorySource {
       throw err;
     }
     try {
-      const st = await fh.stat();
-      if (!st.isFile()) return await this.fail(name, undefined, new ImportRefused('NOT_A_FILE', 'not a regular file'));
+      // read and hashed by a file thread, with its fstat before and after the read (src/threads/file-thread.ts)
+      const read = await fileThreads.hash(fh.fd);
+      const st = read.before;
+      if (!st.file) return await this.fail(name, undefined, new ImportRefused('NOT_A_FILE', 'not a regular file'));
       if (!sameFile(st, seen)) return 'changed';
       if (st.size === 0) return await this.fail(name, undefined, new ImportRefused('EMPTY_FILE', 'the file is empty (0 bytes)'));
-      const hash = createHash('sha256');
-      await pipeline(fh.createReadStream({ start: 0, autoClose: false }), hash);
-      const sha256 = hash.digest('hex');
-      if (!sameFile(await fh.stat(), seen)) return 'changed';
+      if (!read.after || !sameFile(read.after, seen) || read.size !== st.size) return 'changed';
+      const sha256 = read.sha256!;
       if (await c.ports.claims.taken(c.key, name, sha256)) {
         const moved = await this.moveIfSame(name, seen.ino, `repeat ${sha256.slice(0, 8)}`);
         c.ports.log.info({ file: name, directory: c.key, sha256, movedTo: moved && path.join(DONE_DIR, moved) },
