@@ -47,9 +47,12 @@ export type FromFileThread =
     | { removed: boolean }))
   | { id: number; ok: false; error: { message: string; code?: string } };
 
+/** A thread's answer without its envelope. */
+type Answer = Omit<FromFileThread & { ok: true }, 'id' | 'ok'>;
+
 interface Thread {
   worker: Worker;
-  waiting: Map<number, { resolve: (m: FromFileThread & { ok: true }) => void; reject: (e: Error) => void }>;
+  waiting: Map<number, { resolve: (answer: Answer) => void; reject: (e: Error) => void }>;
 }
 
 /**
@@ -121,7 +124,7 @@ class FileThreads {
     await Promise.all(this.threads.map((t) => t?.worker.terminate()));
   }
 
-  private request(msg: FileRequest): Promise<FromFileThread & { ok: true }> {
+  private request(msg: FileRequest): Promise<Answer> {
     const thread = this.pick();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -150,8 +153,12 @@ class FileThreads {
       if (!w) return;
       thread.waiting.delete(m.id);
       if (thread.waiting.size === 0) worker.unref();
-      if (m.ok) w.resolve(m);
-      else w.reject(threadError(m.error));
+      if (!m.ok) {
+        w.reject(threadError(m.error));
+        return;
+      }
+      const { id: _id, ok: _ok, ...answer } = m;
+      w.resolve(answer);
     });
     const died = (error: Error) => {
       if (this.threads[slot] !== thread) return;
