@@ -82,7 +82,8 @@ export class DirectorySource {
     const entries = await readdir(this.c.key, { withFileTypes: true });
     // everything but directories: a symlink, FIFO or device is refused by `take` (to error/), never followed or read
     const names = entries.filter((e) => !e.isDirectory() && this.isIncluded(e.name)).map((e) => e.name);
-    for (const known of this.seen.keys()) if (!names.includes(known)) this.seen.delete(known);
+    const listed = new Set(names);
+    for (const known of this.seen.keys()) if (!listed.has(known)) this.seen.delete(known);
     const ready: string[] = [];
     let waitMs: number | undefined;
     for (const name of names) {
