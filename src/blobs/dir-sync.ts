@@ -11,7 +11,7 @@ import { open } from 'node:fs/promises';
  * this process may write but not open (EACCES, EPERM: a drop box), count as
  * synced: there is nothing more it can do.
  */
-const REFUSED = new Set(['EINVAL', 'EISDIR', 'EBADF', 'ENOTSUP', 'EPERM', 'EACCES']);
+export const REFUSED = new Set(['EINVAL', 'EISDIR', 'EBADF', 'ENOTSUP', 'EPERM', 'EACCES']);
 
 async function fsyncDir(dir: string): Promise<void> {
   let handle;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, rmSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
+import { REFUSED } from '../blobs/dir-sync.js';
 import type { FileFacts, FromFileThread, NameFacts, ToFileThread } from './file-thread.js';
 
 /**
@@ -9,7 +10,11 @@ import type { FileFacts, FromFileThread, NameFacts, ToFileThread } from './file-
  * done with plain blocking system calls, off the main thread; each request
  * is answered once. `hash` and `put` read a file descriptor the main thread
  * opened (descriptors are the process's, so the thread reads the very file
- * the caller holds, even if its name was replaced meanwhile); every read is
+ * the caller holds, even if its name was replaced meanwhile). A descriptor
+ * the thread opens never leaves it: Node closes a worker's descriptors when
+ * the worker exits, so one handed to the main thread and closed there would
+ * be closed again at the exit, by then maybe another file's or socket's
+ * number. Every read is
  * positional from offset 0 into one reused buffer, so memory stays flat
  * whatever the file's size. `stat`, `writers`, `move` and `remove` are a
  * folder's name work: looking at many names, the open-for-writing scan of
@@ -46,14 +51,14 @@ function hashFd(fd: number): { before: FileFacts; sha256?: string; size?: number
   return { before, ...readAll(fd, 0), after: factsOf(fstatSync(fd)) };
 }
 
-/** `fsync` of a directory; file systems that refuse it (or a directory this process may not open) count as synced, as dir-sync.ts. */
+/** `fsync` of a directory; the refusals dir-sync.ts counts as synced (file systems without directory `fsync`, a drop box) count here too. */
 function syncDir(dir: string): void {
   let fd: number | undefined;
   try {
     fd = openSync(dir, 'r');
     fsyncSync(fd);
   } catch (err) {
-    if (!['EINVAL', 'EISDIR', 'EBADF', 'ENOTSUP', 'EPERM', 'EACCES'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
+    if (!REFUSED.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
@@ -215,15 +220,6 @@ port.on('message', (msg: ToFileThread) => {
   try {
     if (msg.op === 'hash') {
       answer = { id: msg.id, ok: true, ...hashFd(msg.fd) };
-    } else if (msg.op === 'open-hash') {
-      // never follows a symlink (ELOOP); O_NONBLOCK: a FIFO cannot hold the open until a writer comes
-      const fd = openSync(msg.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      try {
-        answer = { id: msg.id, ok: true, fd, ...hashFd(fd) };
-      } catch (err) {
-        closeSync(fd);
-        throw err;
-      }
     } else if (msg.op === 'put') {
       answer = { id: msg.id, ok: true, ...put(msg.fd, msg.root, msg.tmp, msg.maxBytes) };
     } else if (msg.op === 'stat') {

@@ -28,7 +28,6 @@ export interface NameFacts extends FileFacts {
 
 type FileRequest =
   | { op: 'hash'; fd: number }
-  | { op: 'open-hash'; path: string }
   | { op: 'put'; fd: number; root: string; tmp: string; maxBytes: number }
   | { op: 'stat'; dir: string; names: readonly string[] }
   | { op: 'writers'; paths: readonly string[] }
@@ -39,7 +38,7 @@ export type ToFileThread = FileRequest & { id: number };
 
 export type FromFileThread =
   | ({ id: number; ok: true } & (
-    | { fd?: number; before: FileFacts; sha256?: string; size?: number; after?: FileFacts }
+    | { before: FileFacts; sha256?: string; size?: number; after?: FileFacts }
     | { sha256: string; size: number }
     | { facts: (NameFacts | null)[] }
     | { paths: string[] }
@@ -66,8 +65,8 @@ interface Thread {
  * in a thread the same calls are plain system calls. A request goes to the
  * thread with the fewest open requests. Threads are started on first use,
  * unref'd while idle (they never keep a process alive), and started again
- * when one died (its requests fail). The caller keeps the descriptor open
- * until the answer came.
+ * when one died (its requests fail). Descriptors are the caller's: it opens
+ * them, keeps them open until the answer came, and closes them.
  */
 class FileThreads {
   private readonly threads: (Thread | undefined)[];
@@ -77,20 +76,14 @@ class FileThreads {
     this.threads = new Array<Thread | undefined>(Math.max(1, size)).fill(undefined);
   }
 
-  /** sha256 and size of the open file `fd`, read from its start, with its `fstat` before and after the read. */
+  /**
+   * sha256 and size of the open file `fd`, read from its start, with its
+   * `fstat` before and after the read. The caller opens and closes `fd`
+   * (never a thread: see file-thread-entry.ts).
+   */
   async hash(fd: number): Promise<FileHash> {
     const m = await this.request({ op: 'hash', fd });
     return m as FileHash;
-  }
-
-  /**
-   * Opens `path` read-only (`O_NOFOLLOW`: a symlink fails with ELOOP;
-   * `O_NONBLOCK`: a FIFO cannot block the open) and `hash`es it; the caller
-   * owns the descriptor (`fd`) and closes it. Open errors reject with the
-   * system call's `code` (ENOENT, ELOOP, EACCES, ...).
-   */
-  async openAndHash(path: string): Promise<FileHash & { fd: number }> {
-    return (await this.request({ op: 'open-hash', path })) as FileHash & { fd: number };
   }
 
   /** Copies the open file `fd` into the blob store at `root` through the part file `tmp` (see blob-store.ts `putFile`). */

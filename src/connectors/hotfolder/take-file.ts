@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, constants, createReadStream, type Stats } from 'node:fs';
+import { constants, createReadStream, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { fileThreads } from '../../threads/file-thread.js';
@@ -65,12 +65,12 @@ export interface TakeContext {
  * refuses goes to error/ with a reason file, and nothing of it stays.
  */
 export async function takeFile(c: TakeContext, name: string, seen: Seen): Promise<TakeResult> {
-  let read;
+  let fh: FileHandle;
   try {
-    // opened and hashed by a file thread, with its fstat before and after the read (file-thread.ts): never
-    // follows a symlink (a link is refused before this, by lstat; O_NOFOLLOW closes the race), and a FIFO
-    // cannot hold the open (O_NONBLOCK; it is refused below)
-    read = await fileThreads.openAndHash(path.join(c.dir, name));
+    // never follows a symlink (a link is refused before this, by lstat; O_NOFOLLOW closes the race);
+    // O_NONBLOCK: a FIFO dropped in cannot hold the open until a writer comes (it is refused below).
+    // Opened here, not in a file thread: a thread's descriptors are closed when it exits
+    fh = await open(path.join(c.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { outcome: 'vanished' };
@@ -78,8 +78,9 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
     if (code === 'EACCES' || code === 'EPERM') return fail(c, name, undefined, new FileRefused('UNREADABLE', `the file cannot be read: ${code}`));
     return { outcome: 'retry', err };
   }
-  const { fd } = read;
   try {
+    // read and hashed in a file thread, with its fstat before and after the read (file-thread.ts)
+    const read = await fileThreads.hash(fh.fd);
     if (!read.before.file) return await fail(c, name, undefined, new FileRefused('NOT_A_FILE', 'not a regular file'));
     if (!sameFile(read.before, seen)) return { outcome: 'changed' };
     if (read.before.size === 0) return await fail(c, name, undefined, new FileRefused('EMPTY_FILE', 'the file is empty (0 bytes)'));
@@ -96,12 +97,11 @@ export async function takeFile(c: TakeContext, name: string, seen: Seen): Promis
       await settleReplaced(c, claim);
       ({ claim, fresh } = await claimIt());
     }
-    return await finishClaim(c, claim, fd, fresh);
+    return await finishClaim(c, claim, fh.fd, fresh);
   } catch (err) {
     return { outcome: 'retry', err };
   } finally {
-    // a read-only descriptor of a local file: closing it flushes nothing, so it is closed at once
-    closeSync(fd);
+    await fh.close().catch(() => {});
   }
 }
 
