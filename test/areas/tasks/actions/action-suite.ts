@@ -377,7 +377,9 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
           const rows = await createOutbox().addEachWith<'task.items', { n: number; run: number; chunks: number[] }>(tx, startRunStatement(requests, 4), 'task.items',
             requests.map(({ sid, tid }) => ({ sid, tid, run: 1, chunk: 0 })));
           expect(rows.sort((a, b) => a.n - b.n)).toMatchObject([{ n: 1, run: 1, chunks: [0, 1] }, { n: 6, run: 2, chunks: [0] }]);
-          expect(await Promise.all([fresh, busy, carols, resumed].map((t) => statusOf(tx, t.tid)))).toEqual(['processing', 'processing', 'idle', 'processing']);
+          const statuses: string[] = [];
+          for (const t of [fresh, busy, carols, resumed]) statuses.push(await statusOf(tx, t.tid)); // one statement at a time on a transaction's connection
+          expect(statuses).toEqual(['processing', 'processing', 'idle', 'processing']);
           const { rows: jobs } = await tx.query<{ job_id: string; data: unknown }>('SELECT job_id, data FROM outbox WHERE job_id LIKE ANY($1) ORDER BY job_id',
             [[`task.${fresh.tid}.%`, `task.${resumed.tid}.%`, `task.${busy.tid}.%`, `task.${carols.tid}.%`]]);
           expect(jobs.map((r) => r.job_id).sort()).toEqual([`task.${fresh.tid}.1.0`, `task.${fresh.tid}.1.1`, `task.${resumed.tid}.2.0`].sort());
