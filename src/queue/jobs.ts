@@ -110,7 +110,13 @@ export class PermanentJobError extends Error {
  */
 export class RunAgainError extends Error {
   override readonly name = 'RunAgainError';
-  constructor(readonly delayMs: number, message = `run again in ${delayMs} ms`) {
+  /**
+   * `localFault`: the cause is this process's (its database cannot be
+   * reached), so it takes no more jobs of the queue until the database
+   * answers (`WorkerOptions.reachable`): another process that reaches it
+   * runs them meanwhile.
+   */
+  constructor(readonly delayMs: number, message = `run again in ${delayMs} ms`, readonly opts: { localFault?: boolean } = {}) {
     super(message);
   }
 }

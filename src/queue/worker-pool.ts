@@ -40,7 +40,18 @@ export interface WorkerOptions extends QueueOptions {
   name?: () => string | undefined;
   /** Called after every attempt (metrics). */
   onOutcome?: (queue: QueueName, name: string, outcome: JobOutcome) => void;
+  /**
+   * Whether this process reaches its database (a ping). After a job ran
+   * again for a fault of this process (`RunAgainError` with `localFault`),
+   * its queue's worker takes no job until this answers true (asked every
+   * `HOLD_POLL_MS`): a worker cut off from PostgreSQL would otherwise take
+   * the delayed job back each time it is due, before a process that can run it.
+   */
+  reachable?: () => Promise<boolean>;
 }
+
+/** How often a worker held for a fault of its own asks whether the fault is gone. */
+const HOLD_POLL_MS = 500;
 
 /** Concurrency per queue name; queues not named take `default`. */
 export type ConcurrencyMap = { default: number } & Partial<Record<QueueName, number>>;
@@ -55,6 +66,31 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
   let closed = false;
   // the handlers running in this process: a close returns only once they have ended (or a bound passed)
   const running = new Set<Promise<unknown>>();
+  // queues whose worker takes no job until this process reaches its database again (`reachable`)
+  const held = new Set<QueueName>();
+  const holdUntilReachable = async (queue: QueueName, worker: Worker): Promise<void> => {
+    const reachable = opts.reachable;
+    if (!reachable || held.has(queue) || closed) return;
+    held.add(queue);
+    opts.log.warn({ queue }, 'this process cannot reach its database: it takes no job of this queue until it can (other processes run them)');
+    try {
+      await worker.pause(true);
+      while (!closed) {
+        await new Promise((r) => setTimeout(r, HOLD_POLL_MS).unref());
+        const answered = await Promise.race([
+          reachable().catch(() => false),
+          new Promise<boolean>((r) => setTimeout(() => r(false), 5 * HOLD_POLL_MS).unref()),
+        ]);
+        if (answered) break;
+      }
+    } finally {
+      held.delete(queue);
+      if (!closed) {
+        await worker.resume();
+        opts.log.info({ queue }, 'this process reaches its database again: it takes jobs of this queue');
+      }
+    }
+  };
   const startAll = () => {
     const name = opts.name?.();
     for (const queue of QUEUE_NAMES) {
@@ -92,6 +128,7 @@ export function startWorkers(handlers: JobHandlers, opts: WorkerOptions): Worker
           if (err instanceof RunAgainError && token) {
             // BullMQ's way to run a job later: move it to delayed, then tell the worker it was not a failure
             await job.moveToDelayed(Date.now() + Math.max(0, err.delayMs), token);
+            if (err.opts.localFault) void holdUntilReachable(queue, worker).catch((e: unknown) => opts.log.warn({ err: e, queue }, 'holding the worker failed'));
             throw new DelayedError();
           }
           throw err;

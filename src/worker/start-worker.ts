@@ -44,6 +44,7 @@ export function startWorkerSide(s: Services, areas: readonly Area[]): WorkerSide
     concurrency: config.queues.concurrency, lockDurationMs: config.queues.lockDurationMs,
     ready: Promise.all([s.queue.bound(), witnessed]).then(() => undefined), name: () => witness?.identity,
     onOutcome: (queue, name, outcome) => s.metrics.jobOutcomes.inc({ queue, name, outcome }),
+    reachable: () => s.db.ping().then(() => true, () => false),
   });
   // Every few seconds: runs of long-lived jobs left by a worker proven dead are queued again (takeover.ts).
   // A pass that fails (Redis or the database away) is logged once per outage, not every period.

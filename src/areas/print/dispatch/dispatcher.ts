@@ -145,7 +145,7 @@ export class Dispatcher {
       this.unreachable.set(printer, n);
       const delay = Math.round(Math.min(250 * 2 ** (n - 1), UNREACHABLE_RETRY_MAX_MS) * (0.5 + Math.random()));
       this.deps.log.warn({ err, printer, failures: n }, `dispatch of printer "${printer}" cannot reach the database; run again in ${delay} ms (no attempt spent)`);
-      throw new RunAgainError(delay, `printer "${printer}": the database cannot be reached; run again in ${delay} ms`);
+      throw new RunAgainError(delay, `printer "${printer}": the database cannot be reached; run again in ${delay} ms`, { localFault: true });
     }
   }
 
