@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidScheduleError, createJobQueue, obliterateQueues, startWorkers } from '../../src/queue/job-queue.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { RunAgainError } from '../../src/queue/jobs.js';
 import { TEST_REDIS_URL, uniqueName } from '../helpers/env.js';
 import { eventually } from '../helpers/runtime.js';
 
@@ -148,6 +149,35 @@ describe('workers', () => {
       redis.disconnect();
       await workers.close(1000);
       await q.close();
+    }
+  });
+
+  it('after a job ran again for a fault of this process (its database away), take no job of that queue until `reachable` answers', async () => {
+    const own = { ...opts, prefix: uniqueName('qh') };
+    const q = createJobQueue(own);
+    let reachable = false;
+    let asked = 0;
+    const ran: string[] = [];
+    const workers = startWorkers({
+      'command.run': async ({ cid }) => {
+        ran.push(cid);
+        if (ran.length === 1) throw new RunAgainError(0, 'the database cannot be reached', { localFault: true });
+      },
+    }, { ...own, concurrency: 1, reachable: async () => (asked++, reachable) });
+    try {
+      await q.enqueue('command.run', { cid: uuid(500), sid: 'store' });
+      await eventually(async () => (ran.length > 0 ? true : undefined), 20_000);
+      await q.enqueue('command.run', { cid: uuid(501), sid: 'store' });
+      // held: neither the job due again at once nor the new one is taken while the database does not answer
+      await eventually(async () => (asked >= 3 ? true : undefined), 20_000);
+      expect(ran).toEqual([uuid(500)]);
+      reachable = true;
+      await eventually(async () => (ran.length === 3 ? true : undefined), 20_000);
+      expect(ran.slice(1).sort()).toEqual([uuid(500), uuid(501)]);
+    } finally {
+      await workers.close(1000);
+      await q.close();
+      await obliterateQueues(own);
     }
   });
 });
