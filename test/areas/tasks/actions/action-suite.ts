@@ -235,10 +235,11 @@ export function actionSuite(driver: 'postgres' | 'pglite'): void {
         await eventually(async () => ((await outcomes(db(), tid)).running ?? 0) === 1 || undefined, 20_000, 20);
         const t0 = Date.now();
         expect((await act(tid, 'pause')).status).toBe(204);
-        // the mock reports its own "paused" when its signal aborts (within moments, not after its minute)
+        // the mock reports its own "paused" when its signal aborts (within moments, not after its minute); the pause
+        // itself marks every open item paused with the message "task paused" at once, the mock's report has none
         await eventually(async () => {
-          const { rows } = await db().query<{ state: string }>('SELECT state FROM task_items WHERE tid = $1', [tid]);
-          return rows[0]?.state === 'paused' ? true : undefined;
+          const { rows } = await db().query<{ state: string; message: string | null }>('SELECT state, message FROM task_items WHERE tid = $1', [tid]);
+          return rows[0]?.state === 'paused' && rows[0].message === null ? true : undefined;
         }, 5000, 20);
         expect(Date.now() - t0).toBeLessThan(5000);
         expect((await act(tid, 'abort')).status).toBe(204);
