@@ -94,8 +94,8 @@ describe('print task connector', { timeout: 90_000 }, () => {
     try {
       await act(admin, tid, 'start');
       // A prints one while the other waits behind it; B prints its one. Which goes first on A depends on
-      // whether A's dispatch ran before the second job was submitted (the items run at once): if both
-      // were waiting, the priority-60 one (items[2]) goes first
+      // whether A's dispatch run took items[0]'s job before items[2]'s was submitted (the items are submitted
+      // one after another): if both were waiting by then, the priority-60 one (items[2]) goes first
       await itemWhen(admin, tid, items[1]!, (e) => e.state === 'processing');
       aFirst = await eventually(async () => {
         const t = await getTask(admin, tid);
